@@ -1,0 +1,41 @@
+// Block number formats: dequantize, quantize and dot products for F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K
+// (and Q8_K, the activation format for K-quants). Facts: ../shared/FORMATS.md section 2.
+//
+// A matmul row y[n] = W[n] . x is computed as llama.cpp does on the CPU, so that logits agree with the
+// reference to rounding: x is first converted once to VecDotType(W.type) (F16 for F16 weights, Q8_0 for
+// Q4_0/Q8_0, Q8_K for K-quants, F32/BF16 unchanged) and then VecDot works on the two encoded rows.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/tensor_type.h"
+
+namespace lazyslot::quant {
+
+// True for the types this engine can compute with (dequantize + dot).
+bool IsSupported(TensorType type);
+// True for the types QuantizeRow can produce.
+bool CanQuantize(TensorType type);
+
+// The encoding activations are converted to before a dot product with weights of `weight_type`.
+TensorType VecDotType(TensorType weight_type);
+
+// dst[0..n) = decoded src row. n is a multiple of the block size.
+void DequantizeRow(TensorType type, const void* src, float* dst, int64_t n);
+
+// Encodes n floats into `dst` (RowBytes(type, n) bytes). Supported: F32, F16, BF16, Q8_0, Q4_0, Q8_K
+// (and Q4_K, Q5_K, Q6_K where CanQuantize says so).
+void QuantizeRow(TensorType type, const float* src, void* dst, int64_t n);
+
+// Dot product of a weight row of `weight_type` with an activation row already in VecDotType(weight_type).
+float VecDot(TensorType weight_type, const void* w, const void* x, int64_t n);
+
+// Scalar reference versions (never vectorized by hand); every fast kernel is tested against these.
+namespace ref {
+void DequantizeRow(TensorType type, const void* src, float* dst, int64_t n);
+void QuantizeRow(TensorType type, const float* src, void* dst, int64_t n);
+float VecDot(TensorType weight_type, const void* w, const void* x, int64_t n);
+}  // namespace ref
+
+}  // namespace lazyslot::quant
