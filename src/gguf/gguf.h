@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,6 +83,8 @@ class File {
   // A per-layer key may be one u32 or an array of n_layer u32/i32: returns n_layer values.
   Result<std::vector<uint32_t>> GetU32PerLayer(std::string_view key, uint32_t n_layer) const;
   Result<std::vector<uint32_t>> GetU32PerLayerOr(std::string_view key, uint32_t n_layer, uint32_t def) const;
+  // An array whose elements have type `elem_type` exactly (e.g. tokenizer.ggml.tokens: kString).
+  Result<const Value*> GetArray(std::string_view key, ValueType elem_type) const;
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* FindTensor(std::string_view name) const;
@@ -105,6 +109,8 @@ class File {
   uint64_t map_size_ = 0;
   const uint8_t* data_ = nullptr;
   uint64_t data_size_ = 0;
+  std::map<std::string, size_t, std::less<>> kv_index_;      // key -> index in kvs_
+  std::map<std::string, size_t, std::less<>> tensor_index_;  // name -> index in tensors_
   friend class Parser;
 };
 
