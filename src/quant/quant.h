@@ -31,6 +31,15 @@ void QuantizeRow(TensorType type, const float* src, void* dst, int64_t n);
 // Dot product of a weight row of `weight_type` with an activation row already in VecDotType(weight_type).
 float VecDot(TensorType weight_type, const void* w, const void* x, int64_t n);
 
+// Dot products of n_w weight rows with n_x activation rows (a tile of a matmul):
+//   out[i * out_stride + r] = VecDot(weight_type, w + r * w_stride, x + i * x_stride, n)
+// for r < n_w, i < n_x (strides in bytes for w and x, in floats for out). Each result is bit-identical to the
+// single VecDot call, so batching never changes numerics; kernels may read each weight block once for all
+// activation rows (prompt processing, several slots decoding together) and amortize the decoding of the
+// weights. Any n_w, n_x >= 0 are accepted; tiles of up to 4 activation rows are the fast case.
+void VecDotTile(TensorType weight_type, const void* w, size_t w_stride, int64_t n_w, const void* x,
+                size_t x_stride, int64_t n_x, int64_t n, float* out, int64_t out_stride);
+
 // Scalar reference versions (never vectorized by hand); every fast kernel is tested against these.
 namespace ref {
 void DequantizeRow(TensorType type, const void* src, float* dst, int64_t n);

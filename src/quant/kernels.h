@@ -1,0 +1,106 @@
+// Kernel tables: one KernelSet per instruction-set level (scalar, AVX2, AVX-512), chosen once at start-up by
+// dispatch.cpp. Tests and benchmarks call every set the CPU supports directly through AvailableKernels().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gguf/tensor_type.h"
+
+namespace lazyslot::quant {
+
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+const char* IsaName(Isa isa);
+
+// Dense index of the formats this layer implements (TensorType ids are sparse).
+enum Format : int { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ5_K, kQ6_K, kQ8_K, kFormatCount };
+// -1 for a type this layer does not implement.
+int FormatIndex(TensorType type);
+
+using DequantizeFn = void (*)(const void* src, float* dst, int64_t n);
+using QuantizeFn = void (*)(const float* src, void* dst, int64_t n);
+// w: weight row, x: activation row in VecDotType(weight type), both n values.
+using VecDotFn = float (*)(const void* w, const void* x, int64_t n);
+// out[i * out_stride + r] = dot(weight row r, activation row i) for r < n_w, i < n_x; rows are w_stride and
+// x_stride bytes apart. A kernel may share loads across rows (each weight block read once for all n_x rows).
+using VecDotTileFn = void (*)(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride,
+                              int64_t n_x, int64_t n, float* out, int64_t out_stride);
+
+struct KernelSet {
+  Isa isa = Isa::kScalar;
+  const char* name = "scalar";
+  // Indexed by Format. quantize[kQ8_0] must be bit-identical across sets (see quant.h), and so must
+  // quantize[kQ8_K], [kF16] and [kBF16]; dequantize is exact in every set; vec_dot differs from the scalar
+  // reference only by float summation order. A null entry falls back to the scalar set.
+  DequantizeFn dequantize[kFormatCount] = {};
+  QuantizeFn quantize[kFormatCount] = {};
+  VecDotFn vec_dot[kFormatCount] = {};          // indexed by the weight's format
+  VecDotTileFn vec_dot_tile[kFormatCount] = {};  // null: the generic loop over vec_dot
+};
+
+// The scalar reference set (always complete).
+const KernelSet& ScalarKernels();
+// Every set this CPU can run, scalar first, each completed with scalar entries where it has none.
+std::vector<KernelSet> AvailableKernels();
+// The set the public functions use: the best available, or the level LAZYSLOT_ISA=scalar|avx2|avx512 asks
+// for (capped at what the CPU supports; an unknown value logs a warning and is ignored).
+const KernelSet& ActiveKernels();
+
+// What the CPU (and OS) can run, detected once with __builtin_cpu_supports.
+struct CpuFeatures {
+  bool avx2 = false;        // AVX2 + FMA + F16C
+  bool avx512 = false;      // AVX-512 F, BW, VL, DQ and VNNI
+  bool avx512bf16 = false;  // AVX-512 BF16 (vdpbf16ps)
+};
+CpuFeatures DetectCpu();
+
+// Per-ISA tables filled by kernels_avx2*.cpp / kernels_avx512*.cpp; they overwrite the entries they implement
+// and leave the others as they were (AVX-512 is filled on top of AVX2).
+void FillAvx2Kernels(KernelSet* set);
+void FillAvx512Kernels(KernelSet* set, const CpuFeatures& cpu);
+
+// Compares every entry of `set` with the scalar set on a few pseudo-random rows (exact for quantize and
+// dequantize, relative 1e-4 for dots). Empty string when all agree, else a description of the first mismatch.
+// Dispatch runs it once, so a miscompiled or untested kernel path degrades to a lower level instead of
+// producing wrong logits.
+std::string SelfCheck(const KernelSet& set);
+
+// Generic tile: loops over rows with `dot`.
+void VecDotTileGeneric(VecDotFn dot, const void* w, size_t w_stride, int64_t n_w, const void* x,
+                       size_t x_stride, int64_t n_x, int64_t n, float* out, int64_t out_stride);
+
+// Scalar kernels, named by format (quant_ref.cpp, quant_k_ref.cpp). SIMD kernels reuse them for tails.
+namespace scalar {
+void DequantizeF32(const void* src, float* dst, int64_t n);
+void DequantizeF16(const void* src, float* dst, int64_t n);
+void DequantizeBF16(const void* src, float* dst, int64_t n);
+void DequantizeQ8_0(const void* src, float* dst, int64_t n);
+void DequantizeQ4_0(const void* src, float* dst, int64_t n);
+void DequantizeQ4_K(const void* src, float* dst, int64_t n);
+void DequantizeQ5_K(const void* src, float* dst, int64_t n);
+void DequantizeQ6_K(const void* src, float* dst, int64_t n);
+void DequantizeQ8_K(const void* src, float* dst, int64_t n);
+
+void QuantizeF32(const float* src, void* dst, int64_t n);
+void QuantizeF16(const float* src, void* dst, int64_t n);
+void QuantizeBF16(const float* src, void* dst, int64_t n);
+void QuantizeQ8_0(const float* src, void* dst, int64_t n);
+void QuantizeQ4_0(const float* src, void* dst, int64_t n);
+void QuantizeQ4_K(const float* src, void* dst, int64_t n);
+void QuantizeQ5_K(const float* src, void* dst, int64_t n);
+void QuantizeQ6_K(const float* src, void* dst, int64_t n);
+void QuantizeQ8_K(const float* src, void* dst, int64_t n);
+
+float DotF32(const void* w, const void* x, int64_t n);
+float DotF16(const void* w, const void* x, int64_t n);
+float DotBF16(const void* w, const void* x, int64_t n);
+float DotQ8_0(const void* w, const void* x, int64_t n);  // x: Q8_0
+float DotQ4_0(const void* w, const void* x, int64_t n);  // x: Q8_0
+float DotQ4_K(const void* w, const void* x, int64_t n);  // x: Q8_K
+float DotQ5_K(const void* w, const void* x, int64_t n);  // x: Q8_K
+float DotQ6_K(const void* w, const void* x, int64_t n);  // x: Q8_K
+}  // namespace scalar
+
+}  // namespace lazyslot::quant
