@@ -1,0 +1,70 @@
+// Virtual-memory helpers on Linux: mmap/madvise/mincore and /proc/self/status.
+#include "core/vm.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace lazyslot::vm {
+
+size_t PageSize() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+Result<void*> Reserve(size_t bytes) {
+  if (bytes == 0) return static_cast<void*>(nullptr);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    return ResourceExhausted("cannot reserve " + std::to_string(bytes) + " bytes of address space: " +
+                             std::strerror(errno));
+  }
+  return p;
+}
+
+void Unreserve(void* p, size_t bytes) {
+  if (p && bytes) munmap(p, bytes);
+}
+
+Status Release(void* p, size_t bytes) {
+  if (!p || bytes == 0) return Status::Ok();
+  if (madvise(p, AlignUp(bytes, PageSize()), MADV_DONTNEED) != 0) {
+    return IoError(std::string("madvise(MADV_DONTNEED) failed: ") + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Result<size_t> ResidentPages(const void* p, size_t bytes) {
+  if (!p || bytes == 0) return size_t{0};
+  const size_t page = PageSize();
+  const size_t n = AlignUp(bytes, page) / page;
+  std::vector<unsigned char> vec(n);
+  if (mincore(const_cast<void*>(p), n * page, vec.data()) != 0) {
+    return IoError(std::string("mincore failed: ") + std::strerror(errno));
+  }
+  size_t resident = 0;
+  for (unsigned char v : vec) resident += v & 1;
+  return resident;
+}
+
+ProcessMemory ReadProcessMemory() {
+  ProcessMemory m;
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return m;
+  char line[256];
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long long kb = 0;
+    if (std::sscanf(line, "VmRSS: %llu kB", &kb) == 1) m.rss = kb * 1024;
+    else if (std::sscanf(line, "RssAnon: %llu kB", &kb) == 1) m.rss_anon = kb * 1024;
+    else if (std::sscanf(line, "RssFile: %llu kB", &kb) == 1) m.rss_file = kb * 1024;
+  }
+  std::fclose(f);
+  return m;
+}
+
+}  // namespace lazyslot::vm

@@ -1,0 +1,31 @@
+// Virtual-memory helpers: reserve address space without committing it, release pages, and read what the
+// kernel says is resident (mincore, /proc/self). The KV arena and the memory tests are built on these.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/status.h"
+
+namespace lazyslot::vm {
+
+size_t PageSize();
+inline size_t AlignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// Anonymous private mapping with MAP_NORESERVE: reads as zero, commits a page on its first write.
+Result<void*> Reserve(size_t bytes);
+void Unreserve(void* p, size_t bytes);
+// Returns the pages of [p, p + bytes) to the kernel (p page-aligned; bytes rounded up). They read as zero after.
+Status Release(void* p, size_t bytes);
+// Pages of [p, p + bytes) that are resident, by mincore(). p page-aligned.
+Result<size_t> ResidentPages(const void* p, size_t bytes);
+
+// Process memory from /proc/self: resident set, and its anonymous and file-backed parts (bytes).
+struct ProcessMemory {
+  uint64_t rss = 0;
+  uint64_t rss_anon = 0;
+  uint64_t rss_file = 0;
+};
+ProcessMemory ReadProcessMemory();
+
+}  // namespace lazyslot::vm

@@ -1,0 +1,106 @@
+// KV cache storage and cell bookkeeping over one lazily committed reservation.
+#include "kv/kv_cache.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/log.h"
+#include "core/vm.h"
+
+namespace lazyslot {
+
+Result<std::unique_ptr<KvCache>> KvCache::Create(const KvConfig& c) {
+  if (c.n_layer <= 0 || c.n_slot <= 0 || c.n_ctx_slot <= 0 || c.n_embd_k <= 0 || c.n_embd_v <= 0) {
+    return InvalidArgument("kv cache: layers, slots, cells per slot and row widths must be positive");
+  }
+  for (TensorType t : {c.type_k, c.type_v}) {
+    if (c.n_embd_k % Traits(t).block_size != 0 || c.n_embd_v % Traits(t).block_size != 0) {
+      return InvalidArgument(std::string("kv cache: row width is not a multiple of the ") + TypeName(t) +
+                             " block size");
+    }
+  }
+  std::unique_ptr<KvCache> kv(new KvCache());
+  kv->config_ = c;
+  kv->k_row_bytes_ = RowBytes(c.type_k, c.n_embd_k);
+  kv->v_row_bytes_ = RowBytes(c.type_v, c.n_embd_v);
+  const size_t page = vm::PageSize();
+  kv->k_run_stride_ = vm::AlignUp(kv->k_row_bytes_ * static_cast<size_t>(c.n_ctx_slot), page);
+  kv->v_run_stride_ = vm::AlignUp(kv->v_row_bytes_ * static_cast<size_t>(c.n_ctx_slot), page);
+  kv->reserved_ = static_cast<uint64_t>(c.n_layer) * c.n_slot * (kv->k_run_stride_ + kv->v_run_stride_);
+  LS_ASSIGN_OR_RETURN(void* p, vm::Reserve(kv->reserved_));
+  kv->base_ = static_cast<uint8_t*>(p);
+  kv->slots_.resize(c.n_slot);
+  if (c.eager) {
+    // Eager mode only: commit and zero every page now, as llama.cpp does at start-up.
+    std::memset(kv->base_, 0, kv->reserved_);
+    for (auto& s : kv->slots_) s.high_water = c.n_ctx_slot;
+  }
+  return kv;
+}
+
+KvCache::~KvCache() { vm::Unreserve(base_, reserved_); }
+
+uint8_t* KvCache::RunBase(int il, int kv, int slot) const {
+  const size_t layer_bytes = static_cast<size_t>(config_.n_slot) * (k_run_stride_ + v_run_stride_);
+  size_t off = static_cast<size_t>(il) * layer_bytes;
+  if (kv == 1) off += static_cast<size_t>(config_.n_slot) * k_run_stride_;
+  off += static_cast<size_t>(slot) * (kv == 0 ? k_run_stride_ : v_run_stride_);
+  return base_ + off;
+}
+
+void KvCache::SetCells(int slot, int32_t n) {
+  SlotCells& s = slots_[slot];
+  s.n_cells = n;
+  s.high_water = std::max(s.high_water, n);
+}
+
+uint64_t KvCache::CommittedForCells(int32_t cells) const {
+  const size_t page = vm::PageSize();
+  const uint64_t k = vm::AlignUp(k_row_bytes_ * static_cast<size_t>(cells), page);
+  const uint64_t v = vm::AlignUp(v_row_bytes_ * static_cast<size_t>(cells), page);
+  return static_cast<uint64_t>(config_.n_layer) * (k + v);
+}
+
+uint64_t KvCache::committed_bytes(int slot) const { return CommittedForCells(slots_[slot].high_water); }
+
+uint64_t KvCache::committed_bytes() const {
+  uint64_t total = 0;
+  for (int s = 0; s < config_.n_slot; ++s) total += committed_bytes(s);
+  return total;
+}
+
+Status KvCache::Trim(int slot, int32_t n_keep) {
+  SlotCells& s = slots_[slot];
+  n_keep = std::clamp<int32_t>(n_keep, 0, config_.n_ctx_slot);
+  s.n_cells = std::min(s.n_cells, n_keep);
+  if (s.high_water <= n_keep) return Status::Ok();
+  const size_t page = vm::PageSize();
+  for (int il = 0; il < config_.n_layer; ++il) {
+    for (int kv = 0; kv < 2; ++kv) {
+      const size_t row = kv == 0 ? k_row_bytes_ : v_row_bytes_;
+      const size_t keep = vm::AlignUp(row * static_cast<size_t>(n_keep), page);
+      const size_t used = vm::AlignUp(row * static_cast<size_t>(s.high_water), page);
+      if (used > keep) LS_RETURN_IF_ERROR(vm::Release(RunBase(il, kv, slot) + keep, used - keep));
+    }
+  }
+  s.high_water = n_keep;
+  return Status::Ok();
+}
+
+Status KvCache::ReleaseAll() {
+  LS_RETURN_IF_ERROR(vm::Release(base_, reserved_));
+  for (auto& s : slots_) s = SlotCells{};
+  return Status::Ok();
+}
+
+Result<uint64_t> KvCache::ResidentBytes() const {
+  LS_ASSIGN_OR_RETURN(size_t pages, vm::ResidentPages(base_, reserved_));
+  return static_cast<uint64_t>(pages) * vm::PageSize();
+}
+
+Result<size_t> KvCache::ResidentPagesOfRun(int il, int kv, int slot) const {
+  return vm::ResidentPages(RunBase(il, kv, slot), run_stride(kv));
+}
+
+}  // namespace lazyslot

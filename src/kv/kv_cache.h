@@ -1,0 +1,86 @@
+// The KV cache: one anonymous reservation, laid out [layer][K|V][slot][cell][n_embd_kv], one row per token,
+// V not transposed. Every (layer, K|V, slot) run starts on a page boundary, so a slot holding n tokens has
+// committed exactly ceil(n * row_bytes / page) pages per run and nothing else. Nothing is written at creation
+// (no memset: untouched anonymous pages read as zero and cost no memory) except in eager mode.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/status.h"
+#include "gguf/tensor_type.h"
+
+namespace lazyslot {
+
+struct KvConfig {
+  int n_layer = 0;
+  int n_slot = 1;
+  int32_t n_ctx_slot = 0;  // cells per slot
+  int64_t n_embd_k = 0;    // n_head_kv * head_dim_k
+  int64_t n_embd_v = 0;    // n_head_kv * head_dim_v
+  TensorType type_k = TensorType::kF16;
+  TensorType type_v = TensorType::kF16;
+  bool eager = false;  // commit and zero-fill everything at creation (llama.cpp's behaviour, for comparison)
+};
+
+class KvCache {
+ public:
+  static Result<std::unique_ptr<KvCache>> Create(const KvConfig& config);
+  ~KvCache();
+  KvCache(const KvCache&) = delete;
+  KvCache& operator=(const KvCache&) = delete;
+
+  const KvConfig& config() const { return config_; }
+  size_t k_row_bytes() const { return k_row_bytes_; }
+  size_t v_row_bytes() const { return v_row_bytes_; }
+
+  // Row of one cell; writing to it commits its page.
+  uint8_t* KRow(int il, int slot, int32_t cell) { return RunBase(il, 0, slot) + cell * k_row_bytes_; }
+  uint8_t* VRow(int il, int slot, int32_t cell) { return RunBase(il, 1, slot) + cell * v_row_bytes_; }
+  const uint8_t* KRow(int il, int slot, int32_t cell) const {
+    return const_cast<KvCache*>(this)->KRow(il, slot, cell);
+  }
+  const uint8_t* VRow(int il, int slot, int32_t cell) const {
+    return const_cast<KvCache*>(this)->VRow(il, slot, cell);
+  }
+
+  // Cell bookkeeping: a slot's sequence holds cells [0, n_cells) (cell index = position).
+  int32_t n_cells(int slot) const { return slots_[slot].n_cells; }
+  // Records that cells [0, n) now hold data (called after the forward pass wrote them).
+  void SetCells(int slot, int32_t n);
+  // Keeps cells [0, n_keep) and returns the pages past them to the kernel at once.
+  Status Trim(int slot, int32_t n_keep);
+  // Returns every page of every slot (idle release).
+  Status ReleaseAll();
+
+  // Memory accounting. Reserved = address space; committed = pages touched per the cache's own tracking
+  // (high-water mark of each slot since its last trim), which mincore() confirms in the memory tests.
+  uint64_t reserved_bytes() const { return reserved_; }
+  uint64_t committed_bytes() const;
+  uint64_t committed_bytes(int slot) const;
+  // Pages the kernel reports resident over the whole arena (mincore), in bytes.
+  Result<uint64_t> ResidentBytes() const;
+  // Resident pages of one (layer, K|V, slot) run (for tests).
+  Result<size_t> ResidentPagesOfRun(int il, int kv, int slot) const;
+  size_t run_stride(int kv) const { return kv == 0 ? k_run_stride_ : v_run_stride_; }
+
+ private:
+  KvCache() = default;
+  uint8_t* RunBase(int il, int kv, int slot) const;
+  uint64_t CommittedForCells(int32_t cells) const;
+
+  struct SlotCells {
+    int32_t n_cells = 0;
+    int32_t high_water = 0;  // most cells written since the last trim/release: what is committed
+  };
+
+  KvConfig config_;
+  size_t k_row_bytes_ = 0, v_row_bytes_ = 0;
+  size_t k_run_stride_ = 0, v_run_stride_ = 0;  // page-aligned bytes per (layer, slot) run
+  uint8_t* base_ = nullptr;
+  uint64_t reserved_ = 0;
+  std::vector<SlotCells> slots_;
+};
+
+}  // namespace lazyslot

@@ -1,0 +1,196 @@
+// Forward pass, following FORMATS.md section 4 step by step. Shapes: n = tokens in the batch,
+// n_q = n_head * head_dim, n_kv = n_head_kv * head_dim.
+#include "model/forward.h"
+
+#include <cmath>
+#include <string>
+
+#include "quant/quant.h"
+
+namespace lazyslot {
+namespace {
+
+void AddBias(float* y, const std::vector<float>& b, int64_t n_rows) {
+  if (b.empty()) return;
+  const int64_t w = static_cast<int64_t>(b.size());
+  for (int64_t i = 0; i < n_rows; ++i) AddInPlace(y + i * w, b.data(), w);
+}
+
+template <typename T>
+void Grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+Forward::Forward(const Model& model, KvCache& kv, ThreadPool& pool) : model_(model), kv_(kv), pool_(pool) {
+  attn_scratch_.resize(pool.n_threads());
+}
+
+Status Forward::Validate(const Batch& b) const {
+  const HParams& hp = model_.hparams();
+  const int n = b.size();
+  if (n == 0) return InvalidArgument("forward: empty batch");
+  if (b.pos.size() != b.tokens.size() || b.slot.size() != b.tokens.size() || b.output.size() != b.tokens.size()) {
+    return InvalidArgument("forward: batch arrays differ in length");
+  }
+  std::vector<int32_t> next(kv_.config().n_slot);
+  for (int s = 0; s < kv_.config().n_slot; ++s) next[s] = kv_.n_cells(s);
+  for (int i = 0; i < n; ++i) {
+    const int32_t s = b.slot[i];
+    if (b.tokens[i] < 0 || b.tokens[i] >= hp.n_vocab) {
+      return InvalidArgument("forward: token id " + std::to_string(b.tokens[i]) + " at batch index " +
+                             std::to_string(i) + " is outside the vocabulary [0, " + std::to_string(hp.n_vocab) +
+                             ")");
+    }
+    if (s < 0 || s >= kv_.config().n_slot) {
+      return InvalidArgument("forward: slot " + std::to_string(s) + " does not exist");
+    }
+    if (b.pos[i] != next[s]) {
+      return InvalidArgument("forward: slot " + std::to_string(s) + " expects position " +
+                             std::to_string(next[s]) + ", got " + std::to_string(b.pos[i]));
+    }
+    if (b.pos[i] >= kv_.config().n_ctx_slot) {
+      return OutOfRange("forward: position " + std::to_string(b.pos[i]) + " does not fit the slot's " +
+                        std::to_string(kv_.config().n_ctx_slot) + " cells");
+    }
+    ++next[s];
+  }
+  return Status::Ok();
+}
+
+Status Forward::Run(const Batch& b, bool want_logits, bool want_hidden, ForwardOutput* out) {
+  LS_RETURN_IF_ERROR(Validate(b));
+  const HParams& hp = model_.hparams();
+  const int64_t n = b.size(), n_embd = hp.n_embd;
+  Grow(x_, n * n_embd);
+  Grow(h_, n * n_embd);
+  Grow(q_, n * hp.n_embd_q());
+  Grow(k_, n * hp.n_embd_kv());
+  Grow(v_, n * hp.n_embd_kv());
+  Grow(attn_, n * hp.n_embd_q());
+  Grow(o_, n * n_embd);
+  Grow(gate_, n * hp.n_ff);
+  Grow(up_, n * hp.n_ff);
+
+  // 1. Embedding lookup (exact dequantization of the token's row).
+  for (int64_t i = 0; i < n; ++i) GetRow(model_.token_embd(), b.tokens[i], x_.data() + i * n_embd);
+
+  for (int il = 0; il < hp.n_layer; ++il) Layer(il, b);
+
+  for (int64_t i = 0; i < n; ++i) kv_.SetCells(b.slot[i], b.pos[i] + 1);
+
+  // Final norm on the output rows only, gathered densely into h_.
+  out->rows.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    if (!b.output[i]) continue;
+    const int64_t r = static_cast<int64_t>(out->rows.size());
+    RmsNorm(x_.data() + i * n_embd, model_.output_norm().data(), h_.data() + r * n_embd, n_embd, hp.rms_eps);
+    out->rows.push_back(static_cast<int32_t>(i));
+  }
+  const int64_t n_out = static_cast<int64_t>(out->rows.size());
+  if (want_hidden) out->hidden.assign(h_.begin(), h_.begin() + n_out * n_embd);
+  if (want_logits && n_out > 0) {
+    out->logits.resize(n_out * hp.n_vocab);
+    MatMul(pool_, model_.output(), h_.data(), n_out, out->logits.data(), hp.n_vocab, mm_);
+    AddBias(out->logits.data(), model_.output_bias(), n_out);
+  }
+  return Status::Ok();
+}
+
+void Forward::Layer(int il, const Batch& b) {
+  const HParams& hp = model_.hparams();
+  const LayerWeights& L = model_.layer(il);
+  const int64_t n = b.size(), n_embd = hp.n_embd, hd = hp.head_dim;
+  const int64_t n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+
+  // 2-3. h = RMSNorm(x) * attn_norm; q, k, v projections (+ biases).
+  for (int64_t i = 0; i < n; ++i) {
+    RmsNorm(x_.data() + i * n_embd, L.attn_norm.data(), h_.data() + i * n_embd, n_embd, hp.rms_eps);
+  }
+  MatMul(pool_, L.wq, h_.data(), n, q_.data(), n_q, mm_);
+  MatMul(pool_, L.wk, h_.data(), n, k_.data(), n_kv, mm_);
+  MatMul(pool_, L.wv, h_.data(), n, v_.data(), n_kv, mm_);
+  AddBias(q_.data(), L.bq, n);
+  AddBias(k_.data(), L.bk, n);
+  AddBias(v_.data(), L.bv, n);
+
+  // 4-5. qwen3 per-head q/k norms, then RoPE; K and V rows go into the slot's cells (converted to the
+  // cache type: this write is what commits the KV pages).
+  RopeParams rope;
+  rope.style = model_.arch().rope_style;
+  rope.n_rot = hp.n_rot;
+  rope.freq_base = hp.rope_freq_base;
+  rope.freq_scale = hp.rope_freq_scale;
+  rope.freq_factors = model_.rope_freqs().empty() ? nullptr : model_.rope_freqs().data();
+  const KvConfig& kc = kv_.config();
+  pool_.ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> cos_t(hp.n_rot / 2), sin_t(hp.n_rot / 2);
+    for (int64_t i = begin; i < end; ++i) {
+      float* q = q_.data() + i * n_q;
+      float* k = k_.data() + i * n_kv;
+      if (model_.arch().qk_norm) {
+        for (int h = 0; h < hp.n_head; ++h) RmsNorm(q + h * hd, L.q_norm.data(), q + h * hd, hd, hp.rms_eps);
+        for (int h = 0; h < hp.n_head_kv; ++h) RmsNorm(k + h * hd, L.k_norm.data(), k + h * hd, hd, hp.rms_eps);
+      }
+      RopeAngles(rope, b.pos[i], cos_t.data(), sin_t.data());
+      RopeApply(rope, cos_t.data(), sin_t.data(), q, hp.n_head, hd);
+      RopeApply(rope, cos_t.data(), sin_t.data(), k, hp.n_head_kv, hd);
+      quant::QuantizeRow(kc.type_k, k, kv_.KRow(il, b.slot[i], b.pos[i]), n_kv);
+      quant::QuantizeRow(kc.type_v, v_.data() + i * n_kv, kv_.VRow(il, b.slot[i], b.pos[i]), n_kv);
+    }
+  });
+
+  // 6. Attention, one task per (token, head); a token at position p sees cells [0, p] of its slot.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int group = hp.n_head / hp.n_head_kv;
+  const int64_t n_tasks = n * hp.n_head;
+  pool_.Run([&](int ith, int nth) {
+    AttentionScratch& scratch = attn_scratch_[ith];
+    for (int64_t t = n_tasks * ith / nth; t < n_tasks * (ith + 1) / nth; ++t) {
+      const int64_t i = t / hp.n_head;
+      const int h = static_cast<int>(t % hp.n_head);
+      KvRows rows;
+      rows.type_k = kc.type_k;
+      rows.type_v = kc.type_v;
+      rows.k = kv_.KRow(il, b.slot[i], 0);
+      rows.v = kv_.VRow(il, b.slot[i], 0);
+      rows.k_row_bytes = kv_.k_row_bytes();
+      rows.v_row_bytes = kv_.v_row_bytes();
+      AttendHead(q_.data() + i * n_q + h * hd, rows, h / group, static_cast<int>(hd), b.pos[i] + 1, scale,
+                 attn_.data() + i * n_q + h * hd, scratch);
+    }
+  });
+
+  // 7. x += Wo . attn (+ bias)
+  MatMul(pool_, L.wo, attn_.data(), n, o_.data(), n_embd, mm_);
+  AddBias(o_.data(), L.bo, n);
+  for (int64_t i = 0; i < n * n_embd; ++i) x_[i] += o_[i];
+
+  // 8. x += W_down . (silu(W_gate . h) * (W_up . h)), h = RMSNorm(x) * ffn_norm
+  for (int64_t i = 0; i < n; ++i) {
+    RmsNorm(x_.data() + i * n_embd, L.ffn_norm.data(), h_.data() + i * n_embd, n_embd, hp.rms_eps);
+  }
+  MatMul(pool_, L.w_gate, h_.data(), n, gate_.data(), hp.n_ff, mm_);
+  MatMul(pool_, L.w_up, h_.data(), n, up_.data(), hp.n_ff, mm_);
+  AddBias(gate_.data(), L.b_gate, n);
+  AddBias(up_.data(), L.b_up, n);
+  SwiGlu(gate_.data(), up_.data(), n * hp.n_ff);
+  MatMul(pool_, L.w_down, gate_.data(), n, o_.data(), n_embd, mm_);
+  AddBias(o_.data(), L.b_down, n);
+  for (int64_t i = 0; i < n * n_embd; ++i) x_[i] += o_[i];
+}
+
+void Forward::ReleaseScratch() {
+  for (auto* v : {&x_, &h_, &q_, &k_, &v_, &attn_, &o_, &gate_, &up_}) std::vector<float>().swap(*v);
+  for (auto& s : attn_scratch_) s = AttentionScratch{};
+  mm_.Release();
+}
+
+size_t Forward::scratch_bytes() const {
+  size_t total = mm_.encoded.capacity();
+  for (const auto* v : {&x_, &h_, &q_, &k_, &v_, &attn_, &o_, &gate_, &up_}) total += v->capacity() * sizeof(float);
+  return total;
+}
+
+}  // namespace lazyslot

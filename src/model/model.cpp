@@ -1,0 +1,227 @@
+// Model loading: hyper-parameters (FORMATS.md section 3) and weight binding with shape checks.
+#include "model/model.h"
+
+#include <string>
+
+#include "quant/quant.h"
+
+namespace lazyslot {
+namespace {
+
+std::string Shape(const gguf::TensorInfo& t) {
+  std::string s = "[";
+  for (uint32_t d = 0; d < t.n_dims; ++d) s += (d ? ", " : "") + std::to_string(t.ne[d]);
+  return s + "]";
+}
+
+// Finds a tensor and checks its shape [ne0, ne1] (ne1 = 1 for vectors). Missing -> NotFound unless optional.
+Result<const gguf::TensorInfo*> FindShaped(const gguf::File& f, const std::string& name, int64_t ne0,
+                                           int64_t ne1, bool optional) {
+  const gguf::TensorInfo* t = f.FindTensor(name);
+  if (!t) {
+    if (optional) return static_cast<const gguf::TensorInfo*>(nullptr);
+    return NotFound("model: " + f.path() + ": missing tensor '" + name + "'");
+  }
+  if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
+    return Corrupt("model: " + f.path() + ": tensor '" + name + "' has shape " + Shape(*t) + ", expected [" +
+                   std::to_string(ne0) + (ne1 != 1 ? ", " + std::to_string(ne1) : "") + "]");
+  }
+  if (!quant::IsSupported(t->type)) {
+    return Unimplemented("model: " + f.path() + ": tensor '" + name + "' has type " + TypeName(t->type) +
+                         ", which this engine cannot compute with");
+  }
+  return t;
+}
+
+Result<WeightView> BindMatrix(const gguf::File& f, const std::string& name, int64_t n_in, int64_t n_out) {
+  LS_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, FindShaped(f, name, n_in, n_out, false));
+  WeightView w;
+  w.type = t->type;
+  w.data = f.TensorData(*t);
+  w.n_in = n_in;
+  w.n_out = n_out;
+  w.row_bytes = t->row_bytes();
+  return w;
+}
+
+// Decodes a small vector tensor to f32; empty when optional and absent.
+Result<std::vector<float>> BindVector(const gguf::File& f, const std::string& name, int64_t n, bool optional) {
+  LS_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, FindShaped(f, name, n, 1, optional));
+  std::vector<float> v;
+  if (t) {
+    v.resize(n);
+    quant::DequantizeRow(t->type, f.TensorData(*t), v.data(), n);
+  }
+  return v;
+}
+
+}  // namespace
+
+const ArchSpec* FindArch(const std::string& name) {
+  for (const ArchSpec* s : {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch()}) {
+    if (name == s->name) return s;
+  }
+  return nullptr;
+}
+
+const char* PoolingName(PoolingType p) {
+  switch (p) {
+    case PoolingType::kNone: return "none";
+    case PoolingType::kMean: return "mean";
+    case PoolingType::kCls: return "cls";
+    case PoolingType::kLast: return "last";
+    case PoolingType::kRank: return "rank";
+  }
+  return "none";
+}
+
+bool ParsePooling(const std::string& s, PoolingType* out) {
+  for (PoolingType p : {PoolingType::kNone, PoolingType::kMean, PoolingType::kCls, PoolingType::kLast}) {
+    if (s == PoolingName(p)) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
+}
+
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
+  std::unique_ptr<Model> m(new Model());
+  LS_ASSIGN_OR_RETURN(m->file_, gguf::File::Open(path));
+  LS_RETURN_IF_ERROR(m->ReadHParams());
+  LS_RETURN_IF_ERROR(m->BindWeights());
+  return m;
+}
+
+Status Model::ReadHParams() {
+  const gguf::File& f = *file_;
+  LS_ASSIGN_OR_RETURN(hp_.arch, f.GetString("general.architecture"));
+  arch_ = FindArch(hp_.arch);
+  if (!arch_) {
+    return Unimplemented("model: " + f.path() + ": unknown architecture '" + hp_.arch +
+                         "' (supported: llama, qwen2, qwen3)");
+  }
+  const std::string a = hp_.arch + ".";
+  LS_ASSIGN_OR_RETURN(uint32_t n_ctx, f.GetU32(a + "context_length"));
+  LS_ASSIGN_OR_RETURN(uint32_t n_embd, f.GetU32(a + "embedding_length"));
+  LS_ASSIGN_OR_RETURN(uint32_t n_layer, f.GetU32(a + "block_count"));
+  if (n_embd == 0 || n_layer == 0 || n_layer > 4096 || n_embd > (1u << 20)) {
+    return Corrupt("model: " + f.path() + ": implausible embedding_length " + std::to_string(n_embd) +
+                   " or block_count " + std::to_string(n_layer));
+  }
+  LS_ASSIGN_OR_RETURN(auto n_ff, f.GetU32PerLayer(a + "feed_forward_length", n_layer));
+  LS_ASSIGN_OR_RETURN(auto n_head, f.GetU32PerLayer(a + "attention.head_count", n_layer));
+  LS_ASSIGN_OR_RETURN(auto n_head_kv, f.GetU32PerLayerOr(a + "attention.head_count_kv", n_layer, n_head[0]));
+  for (uint32_t il = 1; il < n_layer; ++il) {
+    if (n_ff[il] != n_ff[0] || n_head[il] != n_head[0] || n_head_kv[il] != n_head_kv[0]) {
+      return Unimplemented("model: " + f.path() + ": per-layer differing head counts or n_ff are not supported");
+    }
+  }
+  if (n_head[0] == 0 || n_head_kv[0] == 0 || n_head[0] % n_head_kv[0] != 0) {
+    return Corrupt("model: " + f.path() + ": head_count " + std::to_string(n_head[0]) +
+                   " must be a positive multiple of head_count_kv " + std::to_string(n_head_kv[0]));
+  }
+  LS_ASSIGN_OR_RETURN(uint32_t key_len, f.GetU32Or(a + "attention.key_length", n_embd / n_head[0]));
+  LS_ASSIGN_OR_RETURN(uint32_t val_len, f.GetU32Or(a + "attention.value_length", key_len));
+  if (key_len != val_len || key_len == 0 || key_len % 2 != 0) {
+    return Unimplemented("model: " + f.path() + ": key_length " + std::to_string(key_len) + " and value_length " +
+                         std::to_string(val_len) + " must be equal and even");
+  }
+  LS_ASSIGN_OR_RETURN(hp_.rms_eps, f.GetF32(a + "attention.layer_norm_rms_epsilon"));
+  LS_ASSIGN_OR_RETURN(hp_.rope_freq_base, f.GetF32Or(a + "rope.freq_base", 10000.0f));
+  LS_ASSIGN_OR_RETURN(uint32_t n_rot, f.GetU32Or(a + "rope.dimension_count", key_len));
+  if (n_rot != key_len) {
+    return Unimplemented("model: " + f.path() + ": rope.dimension_count " + std::to_string(n_rot) +
+                         " differs from head_dim " + std::to_string(key_len));
+  }
+  // Linear RoPE scaling: freq_scale = 1 / factor.
+  float factor = 0;
+  if (f.Find(a + "rope.scaling.factor")) {
+    LS_ASSIGN_OR_RETURN(factor, f.GetF32(a + "rope.scaling.factor"));
+  } else if (f.Find(a + "rope.scale_linear")) {
+    LS_ASSIGN_OR_RETURN(factor, f.GetF32(a + "rope.scale_linear"));
+  }
+  if (f.Find(a + "rope.scaling.type")) {
+    LS_ASSIGN_OR_RETURN(std::string type, f.GetString(a + "rope.scaling.type"));
+    if (type != "linear" && type != "none") {
+      return Unimplemented("model: " + f.path() + ": rope.scaling.type '" + type + "' is not supported");
+    }
+    if (type == "none") factor = 0;
+  }
+  hp_.rope_freq_scale = factor > 0 ? 1.0f / factor : 1.0f;
+  LS_ASSIGN_OR_RETURN(uint32_t pooling, f.GetU32Or(a + "pooling_type", 0));
+  hp_.pooling = pooling <= 4 ? static_cast<PoolingType>(pooling) : PoolingType::kNone;
+
+  const gguf::TensorInfo* embd = f.FindTensor(tn::kTokenEmbd);
+  if (!embd) return NotFound("model: " + f.path() + ": missing tensor '" + std::string(tn::kTokenEmbd) + "'");
+  hp_.n_ctx_train = static_cast<int32_t>(n_ctx);
+  hp_.n_embd = static_cast<int32_t>(n_embd);
+  hp_.n_layer = static_cast<int32_t>(n_layer);
+  hp_.n_head = static_cast<int32_t>(n_head[0]);
+  hp_.n_head_kv = static_cast<int32_t>(n_head_kv[0]);
+  hp_.head_dim = static_cast<int32_t>(key_len);
+  hp_.n_ff = static_cast<int32_t>(n_ff[0]);
+  hp_.n_rot = static_cast<int32_t>(n_rot);
+  hp_.n_vocab = static_cast<int32_t>(embd->ne[1]);
+  if (arch_->q_width_is_n_embd && hp_.n_embd_q() != hp_.n_embd) {
+    return Corrupt("model: " + f.path() + ": " + hp_.arch + " needs n_head * head_dim == n_embd");
+  }
+  return Status::Ok();
+}
+
+Status Model::BindWeights() {
+  const gguf::File& f = *file_;
+  const int64_t n_embd = hp_.n_embd, n_q = hp_.n_embd_q(), n_kv = hp_.n_embd_kv(), n_ff = hp_.n_ff;
+  LS_ASSIGN_OR_RETURN(token_embd_, BindMatrix(f, tn::kTokenEmbd, n_embd, hp_.n_vocab));
+  LS_ASSIGN_OR_RETURN(output_norm_, BindVector(f, tn::kOutputNorm, n_embd, false));
+  tied_ = f.FindTensor(tn::kOutput) == nullptr;
+  if (tied_) {
+    output_ = token_embd_;
+  } else {
+    LS_ASSIGN_OR_RETURN(output_, BindMatrix(f, tn::kOutput, n_embd, hp_.n_vocab));
+  }
+  LS_ASSIGN_OR_RETURN(output_bias_, BindVector(f, tn::kOutputBias, hp_.n_vocab, true));
+  LS_ASSIGN_OR_RETURN(rope_freqs_, BindVector(f, tn::kRopeFreqs, hp_.n_rot / 2, true));
+  if (f.FindTensor(tn::Blk(0, tn::kAttnQkv))) {
+    return Unimplemented("model: " + f.path() + ": fused attn_qkv tensors are not supported yet");
+  }
+
+  layers_.resize(hp_.n_layer);
+  for (int il = 0; il < hp_.n_layer; ++il) {
+    LayerWeights& l = layers_[il];
+    auto name = [il](const char* s) { return tn::Blk(il, s); };
+    LS_ASSIGN_OR_RETURN(l.attn_norm, BindVector(f, name(tn::kAttnNorm), n_embd, false));
+    LS_ASSIGN_OR_RETURN(l.wq, BindMatrix(f, name(tn::kAttnQ), n_embd, n_q));
+    LS_ASSIGN_OR_RETURN(l.wk, BindMatrix(f, name(tn::kAttnK), n_embd, n_kv));
+    LS_ASSIGN_OR_RETURN(l.wv, BindMatrix(f, name(tn::kAttnV), n_embd, n_kv));
+    LS_ASSIGN_OR_RETURN(l.bq, BindVector(f, name(tn::kAttnQBias), n_q, true));
+    LS_ASSIGN_OR_RETURN(l.bk, BindVector(f, name(tn::kAttnKBias), n_kv, true));
+    LS_ASSIGN_OR_RETURN(l.bv, BindVector(f, name(tn::kAttnVBias), n_kv, true));
+    if (arch_->qk_norm) {
+      LS_ASSIGN_OR_RETURN(l.q_norm, BindVector(f, name(tn::kAttnQNorm), hp_.head_dim, false));
+      LS_ASSIGN_OR_RETURN(l.k_norm, BindVector(f, name(tn::kAttnKNorm), hp_.head_dim, false));
+    }
+    LS_ASSIGN_OR_RETURN(l.wo, BindMatrix(f, name(tn::kAttnOutput), n_q, n_embd));
+    LS_ASSIGN_OR_RETURN(l.bo, BindVector(f, name(tn::kAttnOutputBias), n_embd, true));
+    LS_ASSIGN_OR_RETURN(l.ffn_norm, BindVector(f, name(tn::kFfnNorm), n_embd, false));
+    LS_ASSIGN_OR_RETURN(l.w_gate, BindMatrix(f, name(tn::kFfnGate), n_embd, n_ff));
+    LS_ASSIGN_OR_RETURN(l.w_up, BindMatrix(f, name(tn::kFfnUp), n_embd, n_ff));
+    LS_ASSIGN_OR_RETURN(l.w_down, BindMatrix(f, name(tn::kFfnDown), n_ff, n_embd));
+    LS_ASSIGN_OR_RETURN(l.b_gate, BindVector(f, name(tn::kFfnGateBias), n_ff, true));
+    LS_ASSIGN_OR_RETURN(l.b_up, BindVector(f, name(tn::kFfnUpBias), n_ff, true));
+    LS_ASSIGN_OR_RETURN(l.b_down, BindVector(f, name(tn::kFfnDownBias), n_embd, true));
+  }
+  return Status::Ok();
+}
+
+uint64_t Model::weight_bytes_per_token() const {
+  auto bytes = [](const WeightView& w) { return static_cast<uint64_t>(w.row_bytes) * w.n_out; };
+  uint64_t total = bytes(output_);
+  for (const LayerWeights& l : layers_) {
+    total += bytes(l.wq) + bytes(l.wk) + bytes(l.wv) + bytes(l.wo) + bytes(l.w_gate) + bytes(l.w_up) +
+             bytes(l.w_down);
+  }
+  return total;
+}
+
+}  // namespace lazyslot

@@ -1,0 +1,86 @@
+// A loaded model: hyper-parameters read from GGUF metadata and weights bound to tensors of the mapped file
+// (never copied, except the small f32 norm/bias vectors, decoded once at load: O(n_layer * n_embd) floats).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "gguf/gguf.h"
+#include "model/arch.h"
+#include "ops/matmul.h"
+
+namespace lazyslot {
+
+enum class PoolingType { kNone = 0, kMean = 1, kCls = 2, kLast = 3, kRank = 4 };
+const char* PoolingName(PoolingType p);
+bool ParsePooling(const std::string& s, PoolingType* out);
+
+struct HParams {
+  std::string arch;
+  int32_t n_vocab = 0;
+  int32_t n_ctx_train = 0;
+  int32_t n_embd = 0;
+  int32_t n_layer = 0;
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;  // key_length (= value_length), default n_embd / n_head
+  int32_t n_ff = 0;
+  float rms_eps = 1e-6f;
+  float rope_freq_base = 10000.0f;
+  float rope_freq_scale = 1.0f;
+  int32_t n_rot = 0;
+  PoolingType pooling = PoolingType::kNone;  // {arch}.pooling_type
+  int64_t n_embd_q() const { return int64_t{n_head} * head_dim; }
+  int64_t n_embd_kv() const { return int64_t{n_head_kv} * head_dim; }
+};
+
+struct LayerWeights {
+  std::vector<float> attn_norm;                // [n_embd]
+  WeightView wq, wk, wv;                       // [n_embd -> n_head*hd], [n_embd -> n_head_kv*hd] x2
+  std::vector<float> bq, bk, bv;               // optional biases, same widths (empty if absent)
+  std::vector<float> q_norm, k_norm;           // qwen3: [head_dim]
+  WeightView wo;                               // [n_head*hd -> n_embd]
+  std::vector<float> bo;                       // optional [n_embd]
+  std::vector<float> ffn_norm;                 // [n_embd]
+  WeightView w_gate, w_up;                     // [n_embd -> n_ff]
+  WeightView w_down;                           // [n_ff -> n_embd]
+  std::vector<float> b_gate, b_up, b_down;     // optional
+};
+
+class Model {
+ public:
+  // Opens and validates the GGUF, reads hyper-parameters, binds every tensor with its expected shape.
+  static Result<std::unique_ptr<Model>> Load(const std::string& path);
+
+  const HParams& hparams() const { return hp_; }
+  const ArchSpec& arch() const { return *arch_; }
+  const gguf::File& file() const { return *file_; }
+
+  const WeightView& token_embd() const { return token_embd_; }
+  const std::vector<float>& output_norm() const { return output_norm_; }
+  const WeightView& output() const { return output_; }  // token_embd when tied
+  const std::vector<float>& output_bias() const { return output_bias_; }
+  const std::vector<float>& rope_freqs() const { return rope_freqs_; }
+  const LayerWeights& layer(int il) const { return layers_[il]; }
+  bool tied_output() const { return tied_; }
+  // Bytes of weights a token's forward pass reads (every layer matrix + one output matrix).
+  uint64_t weight_bytes_per_token() const;
+
+ private:
+  Model() = default;
+  Status ReadHParams();
+  Status BindWeights();
+
+  std::unique_ptr<gguf::File> file_;
+  const ArchSpec* arch_ = nullptr;
+  HParams hp_;
+  WeightView token_embd_, output_;
+  std::vector<float> output_norm_, output_bias_, rope_freqs_;
+  bool tied_ = false;
+  std::vector<LayerWeights> layers_;
+};
+
+}  // namespace lazyslot

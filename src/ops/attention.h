@@ -1,0 +1,34 @@
+// Causal attention of one query head over one slot's cached K/V rows, with the reference's rounding:
+// q is encoded like a K row (F16 for an F16 cache) for q.k, the softmax is f32 with a double sum, and the
+// probabilities are rounded to the V dot type (F16) before they weight the V rows.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gguf/tensor_type.h"
+
+namespace lazyslot {
+
+// One slot's K and V rows for one layer: rows 0..n_kv-1, row_bytes apart. A head's slice of a row starts
+// at RowBytes(type, head_index * head_dim).
+struct KvRows {
+  TensorType type_k = TensorType::kF16;
+  TensorType type_v = TensorType::kF16;
+  const uint8_t* k = nullptr;
+  const uint8_t* v = nullptr;
+  size_t k_row_bytes = 0;
+  size_t v_row_bytes = 0;
+};
+
+struct AttentionScratch {
+  std::vector<float> scores;   // [n_kv]
+  std::vector<uint8_t> q_enc;  // q in the K dot type
+  std::vector<float> v_row;    // decoded V slice (non-F16/F32 caches)
+};
+
+// out[head_dim] = softmax(scale * q.K[0..n_kv)^T) . V[0..n_kv), over kv head `g`.
+void AttendHead(const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv, float scale, float* out,
+                AttentionScratch& scratch);
+
+}  // namespace lazyslot

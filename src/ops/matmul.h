@@ -1,0 +1,38 @@
+// Matrix multiplication of activations by GGUF weights: y[m, n_out] = x[m, n_in] . W^T, W stored as n_out rows
+// of n_in values in any supported block format. Activations are encoded once per call into the weight's
+// vec-dot type (quant::VecDotType), exactly as llama.cpp's CPU backend does, then split by weight rows
+// over the thread pool.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gguf/tensor_type.h"
+#include "ops/thread_pool.h"
+
+namespace lazyslot {
+
+// A weight matrix inside the mapped GGUF file: n_out rows of n_in values, row_bytes apart.
+struct WeightView {
+  TensorType type = TensorType::kF32;
+  const uint8_t* data = nullptr;
+  int64_t n_in = 0;   // ne[0]
+  int64_t n_out = 0;  // ne[1]
+  size_t row_bytes = 0;
+  const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
+};
+
+// Reusable buffer for encoded activations (grows to the largest batch; the cost is one allocation).
+struct MatMulScratch {
+  std::vector<uint8_t> encoded;
+  void Release() { std::vector<uint8_t>().swap(encoded); }
+};
+
+// y[i * ldy + r] = W.row(r) . x[i * n_in ...] for i < m, r < n_out.
+void MatMul(ThreadPool& pool, const WeightView& w, const float* x, int64_t m, float* y, int64_t ldy,
+            MatMulScratch& scratch);
+
+// Decodes row `r` of W into out[n_in] (embedding lookup; exact dequantization).
+void GetRow(const WeightView& w, int64_t r, float* out);
+
+}  // namespace lazyslot

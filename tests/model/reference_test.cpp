@@ -1,0 +1,251 @@
+// Numerics against llama.cpp: every model in ../shared/models gives the reference logits (short, long,
+// long2k, twoseq), greedy continuations and pooled embeddings of ../shared/reference/MODEL.json, within the
+// tolerances of ../shared/reference/README.md (chosen from the model's weight types, never per file).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/pooling.h"
+#include "engine/sampler.h"
+#include "kv/kv_cache.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "test_util.h"
+
+namespace lazyslot {
+namespace {
+
+using nlohmann::json;
+
+const char* kModels[] = {
+    "stories260K",      "TinyLLama-v0-Q4_0", "llama-2-tiny-random", "qwen2-tiny-f32",    "qwen2-tiny-q8_0",
+    "qwen2-tiny-q4_k_m", "qwen3-tiny-f32",   "qwen3-tiny-f16",      "qwen3-tiny-bf16",   "qwen3-tiny-q8_0",
+    "qwen3-tiny-q4_0",  "qwen3-tiny-q4_k_m", "qwen3-tiny-q5_k_m",   "qwen3-tiny-q6_k",   "qwen3-hd128-f32",
+    "qwen3-hd128-q8_0", "qwen3-vocab-tiny-q8_0",
+};
+
+enum class Precision { kF32, kHalf, kQuantized };
+
+// The widest rounding any weight matrix of the model implies.
+Precision ModelPrecision(const Model& m) {
+  Precision p = Precision::kF32;
+  for (const auto& t : m.file().tensors()) {
+    if (t.n_dims < 2) continue;
+    if (t.type == TensorType::kF16 || t.type == TensorType::kBF16) {
+      p = std::max(p, Precision::kHalf);
+    } else if (t.type != TensorType::kF32) {
+      p = Precision::kQuantized;
+    }
+  }
+  return p;
+}
+
+double LogitTolerance(Precision p) {
+  switch (p) {
+    case Precision::kF32: return 1e-3;
+    case Precision::kHalf: return 1e-2;
+    case Precision::kQuantized: return 3e-2;
+  }
+  return 0;
+}
+
+double EmbedTolerance(Precision p) { return p == Precision::kF32 ? 1e-5 : 2e-3; }
+
+struct Loaded {
+  std::unique_ptr<Model> model;
+  json ref;
+};
+
+const Loaded& Load(const std::string& name) {
+  static std::map<std::string, Loaded> cache;
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  Loaded l;
+  auto m = Model::Load(testing::SharedPath("models/" + name + ".gguf"));
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  if (m.ok()) l.model = std::move(m).value();
+  std::ifstream in(testing::SharedPath("reference/" + name + ".json"));
+  l.ref = json::parse(in);
+  return cache.emplace(name, std::move(l)).first->second;
+}
+
+// Runs the sequences together in one batch (one slot each, from position 0); returns logits per sequence
+// for the positions >= logits_from.
+std::vector<std::vector<float>> RunSequences(const Model& model, const std::vector<std::vector<int32_t>>& seqs,
+                                             int32_t logits_from, bool hidden, ForwardOutput* out_raw) {
+  const HParams& hp = model.hparams();
+  KvConfig kc;
+  kc.n_layer = hp.n_layer;
+  kc.n_slot = static_cast<int>(seqs.size());
+  kc.n_ctx_slot = 1;
+  for (const auto& s : seqs) kc.n_ctx_slot = std::max<int32_t>(kc.n_ctx_slot, static_cast<int32_t>(s.size()));
+  kc.n_embd_k = kc.n_embd_v = hp.n_embd_kv();
+  auto kv = KvCache::Create(kc);
+  EXPECT_TRUE(kv.ok()) << kv.status().ToString();
+  ThreadPool pool(2);
+  Forward fwd(model, **kv, pool);
+  Batch b;
+  // Interleave the sequences so each batch really mixes slots.
+  size_t longest = 0;
+  for (const auto& s : seqs) longest = std::max(longest, s.size());
+  for (size_t i = 0; i < longest; ++i) {
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      if (i < seqs[s].size()) b.Add(seqs[s][i], static_cast<int32_t>(i), static_cast<int32_t>(s), static_cast<int32_t>(i) >= logits_from);
+    }
+  }
+  ForwardOutput out;
+  Status st = fwd.Run(b, !hidden, hidden, &out);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  std::vector<std::vector<float>> per_seq(seqs.size());
+  const size_t width = hidden ? hp.n_embd : hp.n_vocab;
+  const std::vector<float>& data = hidden ? out.hidden : out.logits;
+  for (size_t r = 0; r < out.rows.size(); ++r) {
+    const int32_t s = b.slot[out.rows[r]];
+    per_seq[s].insert(per_seq[s].end(), data.begin() + r * width, data.begin() + (r + 1) * width);
+  }
+  if (out_raw) *out_raw = std::move(out);
+  return per_seq;
+}
+
+// Compares logits row by row; returns the worst normalised error.
+double CompareLogits(const std::vector<float>& ours, const json& ref_rows, int32_t n_vocab, double tol,
+                     const std::string& what) {
+  double worst = 0;
+  EXPECT_EQ(ours.size(), ref_rows.size() * n_vocab) << what;
+  if (ours.size() != ref_rows.size() * n_vocab) return 1e9;
+  for (size_t r = 0; r < ref_rows.size(); ++r) {
+    const auto ref = ref_rows[r].get<std::vector<float>>();
+    const float* o = ours.data() + r * n_vocab;
+    const auto [mn, mx] = std::minmax_element(ref.begin(), ref.end());
+    const double range = *mx - *mn;
+    double err = 0;
+    for (int32_t v = 0; v < n_vocab; ++v) err = std::max(err, std::abs(double(o[v]) - ref[v]));
+    const double rel = err / range;
+    worst = std::max(worst, rel);
+    EXPECT_LE(rel, tol) << what << " row " << r << ": max |ours - ref| = " << err << " over range " << range;
+    // Argmax must agree where the reference's top-two margin is clear.
+    std::vector<float> sorted = ref;
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+    if ((sorted[0] - sorted[1]) / range > 2 * tol) {
+      EXPECT_EQ(Sampler::Argmax(o, n_vocab), Sampler::Argmax(ref.data(), n_vocab)) << what << " row " << r;
+    }
+  }
+  return worst;
+}
+
+class ReferenceTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    REQUIRE_SHARED_FILE("models/" + std::string(GetParam()) + ".gguf");
+    REQUIRE_SHARED_FILE("reference/" + std::string(GetParam()) + ".json");
+  }
+};
+
+TEST_P(ReferenceTest, LogitsMatch) {
+  const Loaded& l = Load(GetParam());
+  ASSERT_TRUE(l.model);
+  const Precision p = ModelPrecision(*l.model);
+  const double tol = LogitTolerance(p);
+  const int32_t n_vocab = l.model->hparams().n_vocab;
+  for (const char* key : {"short", "long", "long2k"}) {
+    if (!l.ref.contains(key)) continue;
+    const json& r = l.ref[key];
+    ASSERT_EQ(r["n_vocab"].get<int32_t>(), n_vocab);
+    const auto tokens = r["tokens"].get<std::vector<int32_t>>();
+    const int32_t from = r.contains("logits_from") ? r["logits_from"].get<int32_t>() : 0;
+    auto ours = RunSequences(*l.model, {tokens}, from, false, nullptr);
+    const double worst = CompareLogits(ours[0], r["logits"], n_vocab, tol, std::string(GetParam()) + " " + key);
+    std::printf("[ reference ] %-22s %-7s worst error %.3g of range (tolerance %.0e)\n", GetParam(), key, worst, tol);
+  }
+}
+
+TEST_P(ReferenceTest, TwoSequencesInOneBatchMatch) {
+  const Loaded& l = Load(GetParam());
+  ASSERT_TRUE(l.model);
+  if (!l.ref.contains("twoseq")) GTEST_SKIP() << "no twoseq reference";
+  const double tol = LogitTolerance(ModelPrecision(*l.model));
+  const json& r = l.ref["twoseq"];
+  auto s0 = r["seq0"]["tokens"].get<std::vector<int32_t>>();
+  auto s1 = r["seq1"]["tokens"].get<std::vector<int32_t>>();
+  auto ours = RunSequences(*l.model, {s0, s1}, 0, false, nullptr);
+  const int32_t n_vocab = l.model->hparams().n_vocab;
+  CompareLogits(ours[0], r["seq0"]["logits"], n_vocab, tol, std::string(GetParam()) + " twoseq seq0");
+  CompareLogits(ours[1], r["seq1"]["logits"], n_vocab, tol, std::string(GetParam()) + " twoseq seq1");
+  // Slot isolation: each sequence alone gives the same logits as in the shared batch, bit for bit.
+  auto alone = RunSequences(*l.model, {s1}, 0, false, nullptr);
+  EXPECT_EQ(alone[0], ours[1]);
+}
+
+TEST_P(ReferenceTest, GreedyMatchesWhileMarginIsClear) {
+  const Loaded& l = Load(GetParam());
+  ASSERT_TRUE(l.model);
+  if (!l.ref.contains("greedy")) GTEST_SKIP() << "no greedy reference";
+  const HParams& hp = l.model->hparams();
+  for (const json& g : l.ref["greedy"]) {
+    const auto prompt = g["prompt"].get<std::vector<int32_t>>();
+    const auto expect = g["greedy"].get<std::vector<int32_t>>();
+    const auto margin = g["margin"].get<std::vector<float>>();
+    KvConfig kc;
+    kc.n_layer = hp.n_layer;
+    kc.n_ctx_slot = static_cast<int32_t>(prompt.size() + expect.size());
+    kc.n_embd_k = kc.n_embd_v = hp.n_embd_kv();
+    auto kv = KvCache::Create(kc);
+    ASSERT_TRUE(kv.ok());
+    ThreadPool pool(2);
+    Forward fwd(*l.model, **kv, pool);
+    Batch b;
+    for (size_t i = 0; i < prompt.size(); ++i) b.Add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
+    ForwardOutput out;
+    ASSERT_TRUE(fwd.Run(b, true, false, &out).ok());
+    for (size_t step = 0; step < expect.size(); ++step) {
+      const int32_t next = Sampler::Argmax(out.logits.data(), hp.n_vocab);
+      if (margin[step] < 0.05f) break;  // a near tie: a correct engine may choose differently from here on
+      ASSERT_EQ(next, expect[step]) << GetParam() << " greedy step " << step;
+      b.Clear();
+      b.Add(next, static_cast<int32_t>(prompt.size() + step), 0, true);
+      ASSERT_TRUE(fwd.Run(b, true, false, &out).ok());
+    }
+  }
+}
+
+TEST_P(ReferenceTest, EmbeddingsMatch) {
+  const Loaded& l = Load(GetParam());
+  ASSERT_TRUE(l.model);
+  if (!l.ref.contains("embed")) GTEST_SKIP() << "no embed reference";
+  const double tol = EmbedTolerance(ModelPrecision(*l.model));
+  for (auto& [name, e] : l.ref["embed"].items()) {
+    PoolingType pooling;
+    ASSERT_TRUE(ParsePooling(name, &pooling)) << name;
+    const auto tokens = e["tokens"].get<std::vector<int32_t>>();
+    const auto ref = e["embedding"].get<std::vector<float>>();
+    auto hidden = RunSequences(*l.model, {tokens}, 0, true, nullptr);
+    const int64_t n_embd = l.model->hparams().n_embd;
+    auto ours = PoolEmbedding(pooling, hidden[0].data(), static_cast<int64_t>(tokens.size()), n_embd);
+    ASSERT_EQ(ours.size(), ref.size());
+    double dot = 0, na = 0, nb = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      dot += double(ours[i]) * ref[i];
+      na += double(ours[i]) * ours[i];
+      nb += double(ref[i]) * ref[i];
+    }
+    const double cos = dot / std::sqrt(na * nb);
+    EXPECT_LE(1 - cos, tol) << GetParam() << " embed " << name;
+    std::printf("[ reference ] %-22s embed %-5s 1-cos %.3g (tolerance %.0e)\n", GetParam(), name.c_str(), 1 - cos, tol);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ReferenceTest, ::testing::ValuesIn(kModels),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& c : s) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace lazyslot
