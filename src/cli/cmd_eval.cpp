@@ -62,18 +62,19 @@ Result<nlohmann::json> Eval(const EvalOptions& o) {
 
   Batch batch;
   const bool all_rows = o.greedy == 0;  // logits or embeddings for every position
+  const bool embed = pooling != PoolingType::kNone;
+  const uint8_t flag = embed ? Batch::kHidden : Batch::kLogits;
   for (size_t i = 0; i < tokens.size(); ++i) {
-    batch.Add(tokens[i], static_cast<int32_t>(i), 0, all_rows || i + 1 == tokens.size());
+    batch.Add(tokens[i], static_cast<int32_t>(i), 0, all_rows || i + 1 == tokens.size() ? flag : Batch::kNone);
   }
   ForwardOutput out;
-  const bool embed = pooling != PoolingType::kNone;
-  LS_RETURN_IF_ERROR(fwd.Run(batch, !embed, embed, &out));
+  LS_RETURN_IF_ERROR(fwd.Run(batch, &out));
 
   nlohmann::json j;
   if (embed) {
     j["pooling"] = o.embed;
     j["tokens"] = tokens;
-    j["embedding"] = PoolEmbedding(pooling, out.hidden.data(), static_cast<int64_t>(out.rows.size()), hp.n_embd);
+    j["embedding"] = PoolEmbedding(pooling, out.hidden.data(), static_cast<int64_t>(out.hidden_rows.size()), hp.n_embd);
     return j;
   }
   if (o.greedy > 0) {
@@ -84,8 +85,8 @@ Result<nlohmann::json> Eval(const EvalOptions& o) {
       greedy.push_back(next);
       if (step + 1 == o.greedy) break;
       batch.Clear();
-      batch.Add(next, pos++, 0, true);
-      LS_RETURN_IF_ERROR(fwd.Run(batch, true, false, &out));
+      batch.Add(next, pos++, 0, Batch::kLogits);
+      LS_RETURN_IF_ERROR(fwd.Run(batch, &out));
     }
     j["prompt"] = tokens;
     j["greedy"] = greedy;
@@ -94,7 +95,7 @@ Result<nlohmann::json> Eval(const EvalOptions& o) {
   j["n_vocab"] = hp.n_vocab;
   j["tokens"] = tokens;
   nlohmann::json rows = nlohmann::json::array();
-  for (size_t r = 0; r < out.rows.size(); ++r) {
+  for (size_t r = 0; r < out.logit_rows.size(); ++r) {
     rows.push_back(std::vector<float>(out.logits.begin() + r * hp.n_vocab, out.logits.begin() + (r + 1) * hp.n_vocab));
   }
   j["logits"] = std::move(rows);

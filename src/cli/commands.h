@@ -10,5 +10,6 @@ void AddEvalCommand(CLI::App& root, int* exit_code);
 void AddRunCommand(CLI::App& root, int* exit_code);
 void AddSynthCommand(CLI::App& root, int* exit_code);
 void AddInspectCommand(CLI::App& root, int* exit_code);
+void AddServeCommand(CLI::App& root, int* exit_code);
 
 }  // namespace lazyslot::cli

@@ -59,7 +59,7 @@ Status Forward::Validate(const Batch& b) const {
   return Status::Ok();
 }
 
-Status Forward::Run(const Batch& b, bool want_logits, bool want_hidden, ForwardOutput* out) {
+Status Forward::Run(const Batch& b, ForwardOutput* out) {
   LS_RETURN_IF_ERROR(Validate(b));
   const HParams& hp = model_.hparams();
   const int64_t n = b.size(), n_embd = hp.n_embd;
@@ -80,20 +80,27 @@ Status Forward::Run(const Batch& b, bool want_logits, bool want_hidden, ForwardO
 
   for (int64_t i = 0; i < n; ++i) kv_.SetCells(b.slot[i], b.pos[i] + 1);
 
-  // Final norm on the output rows only, gathered densely into h_.
-  out->rows.clear();
+  // Final norm on the output rows only (h_ is free again): hidden rows first, then logits rows.
+  out->hidden_rows.clear();
+  out->logit_rows.clear();
   for (int64_t i = 0; i < n; ++i) {
-    if (!b.output[i]) continue;
-    const int64_t r = static_cast<int64_t>(out->rows.size());
-    RmsNorm(x_.data() + i * n_embd, model_.output_norm().data(), h_.data() + r * n_embd, n_embd, hp.rms_eps);
-    out->rows.push_back(static_cast<int32_t>(i));
+    if (b.output[i] & Batch::kHidden) out->hidden_rows.push_back(static_cast<int32_t>(i));
+    if (b.output[i] & Batch::kLogits) out->logit_rows.push_back(static_cast<int32_t>(i));
   }
-  const int64_t n_out = static_cast<int64_t>(out->rows.size());
-  if (want_hidden) out->hidden.assign(h_.begin(), h_.begin() + n_out * n_embd);
-  if (want_logits && n_out > 0) {
-    out->logits.resize(n_out * hp.n_vocab);
-    MatMul(pool_, model_.output(), h_.data(), n_out, out->logits.data(), hp.n_vocab, mm_);
-    AddBias(out->logits.data(), model_.output_bias(), n_out);
+  auto final_norm = [&](const std::vector<int32_t>& rows) {
+    for (size_t r = 0; r < rows.size(); ++r) {
+      RmsNorm(x_.data() + rows[r] * n_embd, model_.output_norm().data(), h_.data() + r * n_embd, n_embd,
+              hp.rms_eps);
+    }
+  };
+  final_norm(out->hidden_rows);
+  out->hidden.assign(h_.begin(), h_.begin() + out->hidden_rows.size() * n_embd);
+  const int64_t n_logits = static_cast<int64_t>(out->logit_rows.size());
+  out->logits.resize(n_logits * hp.n_vocab);
+  if (n_logits > 0) {
+    final_norm(out->logit_rows);
+    MatMul(pool_, model_.output(), h_.data(), n_logits, out->logits.data(), hp.n_vocab, mm_);
+    AddBias(out->logits.data(), model_.output_bias(), n_logits);
   }
   return Status::Ok();
 }

@@ -19,7 +19,8 @@ class Forward {
 
   // Runs the batch. Each slot's tokens must continue its sequence: positions n_cells(slot), +1, ... in order.
   // Writes K/V for every token, then updates the slots' cell counts.
-  Status Run(const Batch& batch, bool want_logits, bool want_hidden, ForwardOutput* out);
+  // Output rows follow each token's Batch::OutputFlags.
+  Status Run(const Batch& batch, ForwardOutput* out);
 
   // Frees the activation buffers (they are re-grown on the next Run).
   void ReleaseScratch();

@@ -96,17 +96,19 @@ std::vector<std::vector<float>> RunSequences(const Model& model, const std::vect
   for (const auto& s : seqs) longest = std::max(longest, s.size());
   for (size_t i = 0; i < longest; ++i) {
     for (size_t s = 0; s < seqs.size(); ++s) {
-      if (i < seqs[s].size()) b.Add(seqs[s][i], static_cast<int32_t>(i), static_cast<int32_t>(s), static_cast<int32_t>(i) >= logits_from);
+      if (i < seqs[s].size()) const uint8_t flag = hidden ? Batch::kHidden : Batch::kLogits;
+        b.Add(seqs[s][i], static_cast<int32_t>(i), static_cast<int32_t>(s), static_cast<int32_t>(i) >= logits_from ? flag : Batch::kNone);
     }
   }
   ForwardOutput out;
-  Status st = fwd.Run(b, !hidden, hidden, &out);
+  Status st = fwd.Run(b, &out);
   EXPECT_TRUE(st.ok()) << st.ToString();
   std::vector<std::vector<float>> per_seq(seqs.size());
   const size_t width = hidden ? hp.n_embd : hp.n_vocab;
   const std::vector<float>& data = hidden ? out.hidden : out.logits;
-  for (size_t r = 0; r < out.rows.size(); ++r) {
-    const int32_t s = b.slot[out.rows[r]];
+  const std::vector<int32_t>& rows = hidden ? out.hidden_rows : out.logit_rows;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const int32_t s = b.slot[rows[r]];
     per_seq[s].insert(per_seq[s].end(), data.begin() + r * width, data.begin() + (r + 1) * width);
   }
   if (out_raw) *out_raw = std::move(out);
@@ -200,16 +202,16 @@ TEST_P(ReferenceTest, GreedyMatchesWhileMarginIsClear) {
     ThreadPool pool(2);
     Forward fwd(*l.model, **kv, pool);
     Batch b;
-    for (size_t i = 0; i < prompt.size(); ++i) b.Add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
+    for (size_t i = 0; i < prompt.size(); ++i) b.Add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size() ? Batch::kLogits : Batch::kNone);
     ForwardOutput out;
-    ASSERT_TRUE(fwd.Run(b, true, false, &out).ok());
+    ASSERT_TRUE(fwd.Run(b, &out).ok());
     for (size_t step = 0; step < expect.size(); ++step) {
       const int32_t next = Sampler::Argmax(out.logits.data(), hp.n_vocab);
       if (margin[step] < 0.05f) break;  // a near tie: a correct engine may choose differently from here on
       ASSERT_EQ(next, expect[step]) << GetParam() << " greedy step " << step;
       b.Clear();
-      b.Add(next, static_cast<int32_t>(prompt.size() + step), 0, true);
-      ASSERT_TRUE(fwd.Run(b, true, false, &out).ok());
+      b.Add(next, static_cast<int32_t>(prompt.size() + step), 0, Batch::kLogits);
+      ASSERT_TRUE(fwd.Run(b, &out).ok());
     }
   }
 }

@@ -1,0 +1,132 @@
+// The engine: owns the model, the KV cache and one scheduler thread that runs continuous batching over
+// `n_parallel` slots. HTTP threads only Submit() requests and read their events from a RequestStream;
+// they never touch the model or the cache.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/sampler.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lazyslot {
+
+struct EngineConfig {
+  std::string model_path;
+  int n_parallel = 1;       // slots
+  int32_t n_ctx = 4096;     // total cells; each slot gets n_ctx / n_parallel (as llama-server)
+  int n_threads = 0;        // 0: physical cores
+  int32_t n_batch = 512;    // most tokens per forward pass (prompts are processed in chunks of this)
+  bool embeddings = false;  // --embeddings
+  PoolingType pooling = PoolingType::kNone;  // kNone: the model's pooling_type, else mean
+  int max_queue = 64;       // requests waiting for a slot; more get 503
+  TensorType cache_type_k = TensorType::kF16;
+  TensorType cache_type_v = TensorType::kF16;
+  bool kv_eager = false;
+};
+
+struct GenerationRequest {
+  std::vector<TokenId> prompt;
+  bool embedding = false;  // pool the prompt's hidden states instead of generating
+  PoolingType pooling = PoolingType::kNone;  // for embeddings; kNone = the engine's pooling
+  SamplingParams sampling;
+  int32_t n_predict = -1;  // -1: until end of generation or the slot is full
+  std::vector<std::string> stop;  // generation ends before the first occurrence of any of these
+  bool ignore_eos = false;
+};
+
+// One thing that happened to a request, in order. kToken events carry only complete UTF-8 text.
+struct Event {
+  enum Type { kToken, kDone, kError } type = kToken;
+  std::string text;  // kToken: new text (may be empty while a stop string or UTF-8 sequence is pending)
+  TokenId token = -1;
+  // kDone:
+  std::string finish_reason;  // "stop" or "length"
+  int32_t n_prompt = 0;
+  int32_t n_generated = 0;
+  std::vector<float> embedding;  // embedding requests
+  double prompt_ms = 0, generation_ms = 0;
+  // kError:
+  Status error;
+};
+
+// The channel between one request's HTTP handler and the scheduler.
+class RequestStream {
+ public:
+  // Blocks up to `timeout` for the next event; false on timeout.
+  bool Pop(Event* event, std::chrono::milliseconds timeout);
+  // Asks the scheduler to stop this request and free its slot (client disconnected).
+  void Cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+  uint64_t id() const { return id_; }
+
+  // Scheduler side.
+  void Push(Event event);
+  explicit RequestStream(uint64_t id) : id_(id) {}
+
+ private:
+  const uint64_t id_;
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> events_;
+};
+
+struct SlotInfo {
+  int id = 0;
+  bool busy = false;
+  uint64_t request_id = 0;
+  int32_t n_tokens = 0;  // KV cells in use
+  int32_t n_ctx = 0;
+  uint64_t committed_bytes = 0;
+};
+
+struct EngineStats {
+  std::vector<SlotInfo> slots;
+  int queue_length = 0;
+  uint64_t requests_total = 0, requests_cancelled = 0, requests_rejected = 0;
+  uint64_t prompt_tokens_total = 0, generated_tokens_total = 0;
+  double prompt_seconds_total = 0, generation_seconds_total = 0;
+  uint64_t kv_reserved_bytes = 0, kv_committed_bytes = 0;
+};
+
+class Engine {
+ public:
+  // Loads the model and tokenizer, reserves (does not commit) the KV cache, starts the scheduler.
+  static Result<std::unique_ptr<Engine>> Create(const EngineConfig& config);
+  ~Engine();
+
+  const Model& model() const { return *model_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const EngineConfig& config() const { return config_; }
+  int32_t n_ctx_slot() const { return n_ctx_slot_; }
+  PoolingType pooling() const { return pooling_; }
+
+  // Queues a request. Immediate errors: the prompt does not fit a slot (kOutOfRange, both numbers in the
+  // message), an empty prompt or bad parameter (kInvalidArgument), the queue is full (kUnavailable).
+  Result<std::shared_ptr<RequestStream>> Submit(GenerationRequest request);
+
+  EngineStats Stats() const;
+
+ private:
+  struct Impl;
+  Engine() = default;
+  EngineConfig config_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  int32_t n_ctx_slot_ = 0;
+  PoolingType pooling_ = PoolingType::kMean;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lazyslot
