@@ -60,6 +60,8 @@ CpuFeatures DetectCpu();
 // and leave the others as they were (AVX-512 is filled on top of AVX2).
 void FillAvx2Kernels(KernelSet* set);
 void FillAvx512Kernels(KernelSet* set, const CpuFeatures& cpu);
+void FillAvx2KQuantKernels(KernelSet* set);  // called by FillAvx2Kernels
+void FillAvx512KQuantKernels(KernelSet* set);  // called by FillAvx512Kernels
 
 // Compares every entry of `set` with the scalar set on a few pseudo-random rows (exact for quantize and
 // dequantize, relative 1e-4 for dots). Empty string when all agree, else a description of the first mismatch.

@@ -183,6 +183,7 @@ void QuantizeQ6_K(const float* src, void* dst, int64_t n) {
 
 // Q8_K as llama.cpp quantizes activations for K-quant dots: the signed value of largest magnitude maps to
 // -127 (so d = 1/iscale is negative when that value is positive), q = min(127, round-half-even(iscale*x)).
+// An all-zero (or vanishingly small) block stores d = 0 and zeros.
 void QuantizeQ8_K(const float* src, void* dst, int64_t n) {
   BlockQ8_K* b = static_cast<BlockQ8_K*>(dst);
   for (int64_t ib = 0; ib < n / kQK_K; ++ib) {
@@ -194,13 +195,13 @@ void QuantizeQ8_K(const float* src, void* dst, int64_t n) {
         max = x[e];
       }
     }
-    if (amax == 0.0f) {
-      b[ib].d = 0.0f;
-      std::memset(b[ib].qs, 0, sizeof(b[ib].qs));
-      std::memset(b[ib].bsums, 0, sizeof(b[ib].bsums));
+    const float iscale = -127.0f / max;
+    // amax = 0, or so small (< 127/FLT_MAX) that iscale overflows: llama.cpp would store d = -0 and garbage
+    // q; any dot with the block is 0 either way, so store a clean all-zero block.
+    if (amax == 0.0f || std::isinf(iscale)) {
+      std::memset(&b[ib], 0, sizeof(BlockQ8_K));
       continue;
     }
-    const float iscale = -127.0f / max;
     for (int e = 0; e < kQK_K; ++e) {
       const int v = NearestInt(iscale * x[e]);
       b[ib].qs[e] = static_cast<int8_t>(v < 127 ? v : 127);

@@ -1,0 +1,69 @@
+// Small x86 SIMD helpers shared by the AVX2 and AVX-512 kernel files. Every function carries its own target
+// attribute (the build has no -march flag), so including this header never changes what the rest of a file
+// may use; only code that runs after dispatch has checked the CPU calls these.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#define LS_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define LS_TARGET_AVX512 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+#define LS_TARGET_AVX512BF16 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx2,fma,f16c")))
+
+namespace lazyslot::quant::simd {
+
+LS_TARGET_AVX2 inline float HalfToFloat(uint16_t h) { return _cvtsh_ss(h); }
+
+LS_TARGET_AVX2 inline float Hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+LS_TARGET_AVX2 inline float Hmax(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+LS_TARGET_AVX2 inline int32_t HsumI32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// 32 unsigned nibbles of 16 bytes: low nibbles in bytes 0-15, high nibbles in bytes 16-31 (the Q4_0 order).
+LS_TARGET_AVX2 inline __m256i UnpackNibbles(const uint8_t* p) {
+  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m256i b = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);
+  return _mm256_and_si256(b, _mm256_set1_epi8(15));
+}
+
+// Eight int32 sums of products of signed bytes a*b (4 adjacent pairs each). maddubs needs one unsigned
+// operand, so |a| times b with a's sign; exact unless a or b is -128 (never produced by our quantizers'
+// activation side; llama.cpp has the same limit).
+LS_TARGET_AVX2 inline __m256i DotI8(__m256i a, __m256i b) {
+  const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+// Signed bytes of 8 floats rounded half-to-even and saturated as cvtps2dq + packs do; `lo` gives bytes
+// 0-7 ... `d` bytes 24-31 after the lane fix-up.
+LS_TARGET_AVX2 inline __m256i RoundPackI8(__m256 a, __m256 b, __m256 c, __m256 d) {
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  const __m256i ia = _mm256_cvtps_epi32(_mm256_round_ps(a, kRound));
+  const __m256i ib = _mm256_cvtps_epi32(_mm256_round_ps(b, kRound));
+  const __m256i ic = _mm256_cvtps_epi32(_mm256_round_ps(c, kRound));
+  const __m256i id = _mm256_cvtps_epi32(_mm256_round_ps(d, kRound));
+  // packs work per 128-bit lane: the result holds dwords in order a0 b0 c0 d0 a1 b1 c1 d1 (4 bytes each).
+  const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(ia, ib), _mm256_packs_epi32(ic, id));
+  return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+}  // namespace lazyslot::quant::simd
