@@ -69,20 +69,7 @@ std::vector<KernelSet> BuildAvailable() {
 // Picks the best set (or the one LAZYSLOT_ISA asks for) whose self-check passes.
 KernelSet ChooseActive() {
   std::vector<KernelSet> sets = BuildAvailable();
-  int want = static_cast<int>(sets.size()) - 1;
-  if (const char* env = std::getenv("LAZYSLOT_ISA"); env && *env) {
-    int asked = -1;
-    if (std::strcmp(env, "scalar") == 0) asked = 0;
-    if (std::strcmp(env, "avx2") == 0) asked = 1;
-    if (std::strcmp(env, "avx512") == 0) asked = 2;
-    if (asked < 0) {
-      LS_LOG_WARN("LAZYSLOT_ISA='%s' is not one of scalar, avx2, avx512; ignored", env);
-    } else if (asked > want) {
-      LS_LOG_WARN("LAZYSLOT_ISA=%s is not supported by this CPU; using %s", env, sets[want].name);
-    } else {
-      want = asked;
-    }
-  }
+  const int want = static_cast<int>(ResolveIsa(std::getenv("LAZYSLOT_ISA"), sets.back().isa));
   for (int i = want; i > 0; --i) {
     const std::string failure = SelfCheck(sets[i]);
     if (failure.empty()) return sets[i];
@@ -106,6 +93,26 @@ const char* IsaName(Isa isa) {
     case Isa::kAvx512: return "avx512";
   }
   return "?";
+}
+
+Isa ResolveIsa(const char* env, Isa best) {
+  if (!env || !*env) return best;
+  Isa asked;
+  if (std::strcmp(env, "scalar") == 0) {
+    asked = Isa::kScalar;
+  } else if (std::strcmp(env, "avx2") == 0) {
+    asked = Isa::kAvx2;
+  } else if (std::strcmp(env, "avx512") == 0) {
+    asked = Isa::kAvx512;
+  } else {
+    LS_LOG_WARN("LAZYSLOT_ISA='%s' is not one of scalar, avx2, avx512; ignored", env);
+    return best;
+  }
+  if (static_cast<int>(asked) > static_cast<int>(best)) {
+    LS_LOG_WARN("LAZYSLOT_ISA=%s is not supported by this CPU; using %s", env, IsaName(best));
+    return best;
+  }
+  return asked;
 }
 
 int FormatIndex(TensorType type) {

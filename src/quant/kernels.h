@@ -47,6 +47,9 @@ std::vector<KernelSet> AvailableKernels();
 // The set the public functions use: the best available, or the level LAZYSLOT_ISA=scalar|avx2|avx512 asks
 // for (capped at what the CPU supports; an unknown value logs a warning and is ignored).
 const KernelSet& ActiveKernels();
+// The level ActiveKernels aims for: `best` when `env` (LAZYSLOT_ISA's value) is null or empty, else the level
+// it names capped at `best`; an unknown name logs a warning and gives `best`.
+Isa ResolveIsa(const char* env, Isa best);
 
 // What the CPU (and OS) can run, detected once with __builtin_cpu_supports.
 struct CpuFeatures {

@@ -91,47 +91,50 @@ LS_TARGET_AVX2 void QuantizeF16(const float* src, void* dst, int64_t n) {
 }
 
 // ---- Q8_0 / Q4_0 weights against Q8_0 activations.
-// R activation rows share each weight block (R = 1 is the plain dot). Two accumulators alternate over even
-// and odd blocks; the tile and the single dot run this same code, so their results agree bit for bit.
+// R activation rows share each weight block (R = 1 is the plain dot). Two accumulators per row take the even
+// and the odd blocks (FMA latency); the tile and the single dot run this same code, so their results agree
+// bit for bit. Weight blocks are unpacked to signed bytes by Unpack (Q4_0: nibbles - 8).
 
-template <int R>
-LS_TARGET_AVX2 inline void DotQ8_0Rows(const BlockQ8_0* w, const BlockQ8_0* const* x, int64_t nb,
-                                       float* out) {
-  __m256 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (int64_t ib = 0; ib < nb; ++ib) {
-    const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[ib].qs));
-    const __m256i aw = _mm256_sign_epi8(wq, wq);
-    const float dw = HalfToFloat(w[ib].d);
-    for (int r = 0; r < R; ++r) {
-      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][ib].qs));
-      const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xq, wq)),
-                                          _mm256_set1_epi16(1));
-      const __m256 d = _mm256_set1_ps(dw * HalfToFloat(x[r][ib].d));
-      acc[r][ib & 1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[r][ib & 1]);
-    }
+LS_TARGET_AVX2 inline __m256i UnpackQ8_0(const BlockQ8_0& b) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+}
+LS_TARGET_AVX2 inline __m256i UnpackQ4_0(const BlockQ4_0& b) {
+  return _mm256_sub_epi8(simd::UnpackNibbles(b.qs), _mm256_set1_epi8(8));
+}
+
+template <int R, typename WBlock, __m256i (*Unpack)(const WBlock&)>
+LS_TARGET_AVX2 inline void StepQ8(const WBlock& w, const BlockQ8_0* const* x, int64_t ib, __m256* acc) {
+  const __m256i wq = Unpack(w);
+  const __m256i aw = _mm256_sign_epi8(wq, wq);
+  const float dw = HalfToFloat(w.d);
+  for (int r = 0; r < R; ++r) {
+    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][ib].qs));
+    const __m256i p =
+        _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xq, wq)), _mm256_set1_epi16(1));
+    acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * HalfToFloat(x[r][ib].d)), _mm256_cvtepi32_ps(p), acc[r]);
   }
-  for (int r = 0; r < R; ++r) out[r] = Hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
+}
+
+template <int R, typename WBlock, __m256i (*Unpack)(const WBlock&)>
+LS_TARGET_AVX2 inline void DotQ8Rows(const WBlock* w, const BlockQ8_0* const* x, int64_t nb, float* out) {
+  __m256 acc0[R], acc1[R];
+  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
+  int64_t ib = 0;
+  for (; ib + 2 <= nb; ib += 2) {
+    StepQ8<R, WBlock, Unpack>(w[ib], x, ib, acc0);
+    StepQ8<R, WBlock, Unpack>(w[ib + 1], x, ib + 1, acc1);
+  }
+  if (ib < nb) StepQ8<R, WBlock, Unpack>(w[ib], x, ib, acc0);
+  for (int r = 0; r < R; ++r) out[r] = Hsum(_mm256_add_ps(acc0[r], acc1[r]));
 }
 
 template <int R>
-LS_TARGET_AVX2 inline void DotQ4_0Rows(const BlockQ4_0* w, const BlockQ8_0* const* x, int64_t nb,
-                                       float* out) {
-  __m256 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (int64_t ib = 0; ib < nb; ++ib) {
-    const __m256i wq = _mm256_sub_epi8(simd::UnpackNibbles(w[ib].qs), _mm256_set1_epi8(8));
-    const __m256i aw = _mm256_sign_epi8(wq, wq);
-    const float dw = HalfToFloat(w[ib].d);
-    for (int r = 0; r < R; ++r) {
-      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][ib].qs));
-      const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xq, wq)),
-                                          _mm256_set1_epi16(1));
-      const __m256 d = _mm256_set1_ps(dw * HalfToFloat(x[r][ib].d));
-      acc[r][ib & 1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[r][ib & 1]);
-    }
-  }
-  for (int r = 0; r < R; ++r) out[r] = Hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
+LS_TARGET_AVX2 inline void DotQ8_0Rows(const BlockQ8_0* w, const BlockQ8_0* const* x, int64_t nb, float* out) {
+  DotQ8Rows<R, BlockQ8_0, UnpackQ8_0>(w, x, nb, out);
+}
+template <int R>
+LS_TARGET_AVX2 inline void DotQ4_0Rows(const BlockQ4_0* w, const BlockQ8_0* const* x, int64_t nb, float* out) {
+  DotQ8Rows<R, BlockQ4_0, UnpackQ4_0>(w, x, nb, out);
 }
 
 LS_TARGET_AVX2 float DotQ8_0(const void* w, const void* x, int64_t n) {

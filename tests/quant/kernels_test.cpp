@@ -196,6 +196,18 @@ TEST(Kernels, PublicTileMatchesPublicDot) {
   }
 }
 
+TEST(Kernels, IsaOverride) {
+  EXPECT_EQ(ResolveIsa(nullptr, Isa::kAvx512), Isa::kAvx512);
+  EXPECT_EQ(ResolveIsa("", Isa::kAvx2), Isa::kAvx2);
+  EXPECT_EQ(ResolveIsa("scalar", Isa::kAvx512), Isa::kScalar);
+  EXPECT_EQ(ResolveIsa("avx2", Isa::kAvx512), Isa::kAvx2);
+  EXPECT_EQ(ResolveIsa("avx512", Isa::kAvx2), Isa::kAvx2);  // capped at what the CPU has
+  EXPECT_EQ(ResolveIsa("sse9", Isa::kAvx2), Isa::kAvx2);    // unknown: warning, best
+  const char* env = std::getenv("LAZYSLOT_ISA");
+  const Isa best = AvailableKernels().back().isa;
+  EXPECT_EQ(ActiveKernels().isa, ResolveIsa(env, best)) << "active set ignores LAZYSLOT_ISA";
+}
+
 float WrongDot(const void*, const void*, int64_t) { return 42.0f; }
 
 TEST(Kernels, SelfCheckPassesAndCatchesBrokenKernels) {

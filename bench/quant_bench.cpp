@@ -1,0 +1,90 @@
+// Single-thread dot-product throughput of every kernel set on this CPU, in GB/s of weight bytes read:
+// a cache-resident matrix (~1M values) and a DRAM-sized one (~64M values), one activation row (generation)
+// and a 4-row tile (batched decoding). Build: the `quant_bench` target; run: ./quant_bench [--quick].
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "quant/kernels.h"
+#include "quant/quant.h"
+
+using namespace lazyslot;
+using namespace lazyslot::quant;
+
+namespace {
+
+double Seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Case {
+  TensorType type;
+  int64_t n;     // row length
+  int64_t rows;  // weight rows
+};
+
+// Returns GB/s of weight bytes; `tile` = number of activation rows per weight row (1 = plain vec_dot).
+double Measure(const KernelSet& ks, const Case& c, int tile, double min_seconds) {
+  const int f = FormatIndex(c.type);
+  const TensorType at = VecDotType(c.type);
+  const size_t wbytes = RowBytes(c.type, c.n), xbytes = RowBytes(at, c.n);
+  std::vector<uint8_t> w(wbytes * c.rows), x(xbytes * tile);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> row(c.n);
+  for (int64_t r = 0; r < c.rows; ++r) {
+    if (r < 64) {
+      for (float& v : row) v = dist(rng);
+      QuantizeRow(c.type, row.data(), w.data() + r * wbytes, c.n);
+    } else {  // copying keeps set-up fast for big matrices; the kernels do not care about the values
+      std::memcpy(w.data() + r * wbytes, w.data() + (r % 64) * wbytes, wbytes);
+    }
+  }
+  for (int i = 0; i < tile; ++i) {
+    for (float& v : row) v = dist(rng);
+    QuantizeRow(at, row.data(), x.data() + i * xbytes, c.n);
+  }
+  std::vector<float> out(c.rows * tile);
+  volatile float sink = 0;
+  int64_t passes = 0;
+  const double t0 = Seconds();
+  double t = t0;
+  do {
+    if (tile == 1) {
+      for (int64_t r = 0; r < c.rows; ++r) out[r] = ks.vec_dot[f](w.data() + r * wbytes, x.data(), c.n);
+    } else if (ks.vec_dot_tile[f]) {
+      ks.vec_dot_tile[f](w.data(), wbytes, c.rows, x.data(), xbytes, tile, c.n, out.data(), c.rows);
+    } else {
+      VecDotTileGeneric(ks.vec_dot[f], w.data(), wbytes, c.rows, x.data(), xbytes, tile, c.n, out.data(),
+                        c.rows);
+    }
+    sink = sink + out[passes % c.rows];
+    ++passes;
+    t = Seconds();
+  } while (t - t0 < min_seconds);
+  return static_cast<double>(passes) * w.size() / (t - t0) / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  const double secs = quick ? 0.1 : 0.5;
+  const TensorType types[] = {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ5_K,
+                              TensorType::kQ6_K, TensorType::kF16,  TensorType::kBF16, TensorType::kF32};
+  std::printf("%-8s %-6s %14s %14s %14s\n", "isa", "type", "1M GB/s", "64M GB/s", "1Mx4 GB/s");
+  for (const KernelSet& ks : AvailableKernels()) {
+    for (TensorType t : types) {
+      const int64_t n = 1024;
+      const double small = Measure(ks, {t, n, 1024}, 1, secs);
+      const double big = quick ? 0 : Measure(ks, {t, n, 64 * 1024}, 1, secs);
+      const double tile4 = Measure(ks, {t, n, 1024}, 4, secs);
+      std::printf("%-8s %-6s %14.2f %14.2f %14.2f\n", ks.name, TypeName(t), small, big, tile4);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
