@@ -1,0 +1,58 @@
+// Chat templates: renders a conversation into the prompt text a model was trained on, using the model's own
+// `tokenizer.chat_template` (a Jinja2 template, run by the interpreter in jinja_*.h with the settings of
+// Hugging Face transformers) or a built-in fallback (chatml, llama2, llama3).
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace lazyslot {
+
+namespace jinja {
+struct Program;
+}
+
+// One conversation turn. Callers that parse requests should use nlohmann::ordered_json: templates print
+// tool schemas with tojson, and Hugging Face keeps the request's key order there.
+struct ChatMessage {
+  std::string role;
+  nlohmann::ordered_json content;  // a string, a list of parts ({"type": "text", "text": ...}), or null
+  nlohmann::ordered_json extra;    // further message fields (tool_calls, reasoning_content, name, ...) or null
+  nlohmann::ordered_json ToJson() const;  // {"role", "content", ...extra}
+};
+
+class ChatTemplate {
+ public:
+  // Parses a Jinja template; errors give "line L, column C". `name` is what name() reports.
+  static Result<ChatTemplate> Parse(const std::string& source, const std::string& name = "model");
+  // Built-ins: "chatml", "llama2", "llama3" (see BuiltinNames()).
+  static Result<ChatTemplate> Builtin(const std::string& name);
+  static std::vector<std::string> BuiltinNames();
+  // The model's template if it parses and renders a probe conversation (name "model"); otherwise the built-in
+  // its markers point to (<|im_start|> -> chatml, <|start_header_id|> -> llama3, [INST] -> llama2), else
+  // chatml. Never fails. `chosen_name_out` (optional) receives name().
+  static ChatTemplate ForModel(const std::string& gguf_template, std::string* chosen_name_out);
+
+  // Renders `messages` (a JSON array of message objects). `extra_context` (an object or null) adds template
+  // variables: bos_token, eos_token, tools, enable_thinking, ... Template errors, including the template's
+  // own raise_exception("..."), come back as InvalidArgument with the line and column; runaway templates
+  // (huge output, loops, recursion) as ResourceExhausted.
+  Result<std::string> Apply(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                            const nlohmann::ordered_json& extra_context = nullptr) const;
+  Result<std::string> Apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                            const nlohmann::ordered_json& extra_context = nullptr) const;
+
+  const std::string& name() const { return name_; }
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string name_;
+  std::string source_;
+  std::shared_ptr<const jinja::Program> program_;
+};
+
+}  // namespace lazyslot
