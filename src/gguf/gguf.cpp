@@ -1,5 +1,6 @@
 // GGUF reader: maps the file read-only, then parses and validates the header, the key-value metadata and the
-// tensor-info table in place (FORMATS.md section 1). Nothing read from the file is trusted before it is checked.
+// tensor-info table in place (FORMATS.md section 1). Nothing read from the file is trusted before it is
+// checked.
 #include "gguf/gguf.h"
 
 #include <fcntl.h>
@@ -23,7 +24,7 @@ constexpr uint64_t kMaxArrayCount = uint64_t{1} << 30;
 constexpr uint32_t kMaxDims = 4;
 constexpr size_t kMaxTensorName = 64;  // ggml's GGML_MAX_NAME, which includes the terminating NUL
 // Smallest possible encodings, used to reject counts the remaining bytes cannot possibly hold.
-constexpr uint64_t kMinKvBytes = 8 + 4 + 1;               // key length, value type, a 1-byte value
+constexpr uint64_t kMinKvBytes = 8 + 4 + 1;              // key length, value type, a 1-byte value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // name length, n_dims, type, offset
 
 // Size in bytes of a scalar value type; 0 for string/array/unknown.
@@ -60,26 +61,37 @@ std::string TypeDescription(const Value& v) {
 
 const char* ValueTypeName(ValueType type) {
   switch (type) {
-    case ValueType::kU8: return "u8";
-    case ValueType::kI8: return "i8";
-    case ValueType::kU16: return "u16";
-    case ValueType::kI16: return "i16";
-    case ValueType::kU32: return "u32";
-    case ValueType::kI32: return "i32";
-    case ValueType::kF32: return "f32";
-    case ValueType::kBool: return "bool";
-    case ValueType::kString: return "string";
-    case ValueType::kArray: return "array";
-    case ValueType::kU64: return "u64";
-    case ValueType::kI64: return "i64";
-    case ValueType::kF64: return "f64";
+    case ValueType::kU8:
+      return "u8";
+    case ValueType::kI8:
+      return "i8";
+    case ValueType::kU16:
+      return "u16";
+    case ValueType::kI16:
+      return "i16";
+    case ValueType::kU32:
+      return "u32";
+    case ValueType::kI32:
+      return "i32";
+    case ValueType::kF32:
+      return "f32";
+    case ValueType::kBool:
+      return "bool";
+    case ValueType::kString:
+      return "string";
+    case ValueType::kArray:
+      return "array";
+    case ValueType::kU64:
+      return "u64";
+    case ValueType::kI64:
+      return "i64";
+    case ValueType::kF64:
+      return "f64";
   }
   return "unknown";
 }
 
-uint64_t Value::array_size() const {
-  return ints.size() + uints.size() + floats.size() + strings.size();
-}
+uint64_t Value::array_size() const { return ints.size() + uints.size() + floats.size() + strings.size(); }
 
 // Walks the mapped bytes with a cursor; every read checks the bytes it needs against the file size first.
 class Parser {
@@ -103,8 +115,9 @@ class Parser {
   // Copies n bytes at the cursor into dst (n is small: one field).
   Status ReadRaw(void* dst, uint64_t n, const char* field, const std::string& ctx) {
     if (n > remaining()) {
-      return Fail(ctx, "truncated: " + std::string(field) + " needs " + std::to_string(n) + " bytes at offset " +
-                           std::to_string(pos_) + ", but the file ends at " + std::to_string(size_));
+      return Fail(ctx, "truncated: " + std::string(field) + " needs " + std::to_string(n) +
+                           " bytes at offset " + std::to_string(pos_) + ", but the file ends at " +
+                           std::to_string(size_));
     }
     std::memcpy(dst, base_ + pos_, n);
     pos_ += n;
@@ -120,12 +133,13 @@ class Parser {
     uint64_t len = 0;
     LS_RETURN_IF_ERROR(Read(&len, field, ctx));
     if (len > kMaxStringLength) {
-      return Fail(ctx, std::string(field) + " length " + std::to_string(len) + " at offset " + std::to_string(at) +
-                           " exceeds the limit of 2^30 bytes");
+      return Fail(ctx, std::string(field) + " length " + std::to_string(len) + " at offset " +
+                           std::to_string(at) + " exceeds the limit of 2^30 bytes");
     }
     if (len > remaining()) {
-      return Fail(ctx, std::string(field) + " length " + std::to_string(len) + " at offset " + std::to_string(at) +
-                           " runs past the end of the file (" + std::to_string(remaining()) + " bytes left)");
+      return Fail(ctx, std::string(field) + " length " + std::to_string(len) + " at offset " +
+                           std::to_string(at) + " runs past the end of the file (" +
+                           std::to_string(remaining()) + " bytes left)");
     }
     out->assign(reinterpret_cast<const char*>(base_ + pos_), len);
     pos_ += len;
@@ -147,8 +161,9 @@ class Parser {
                                 ": the file is byte-swapped (big-endian GGUF), which is not supported");
     }
     if (version == 1) {
-      return Fail("header", "GGUF version 1 (at offset 4) is not supported (it uses 32-bit counts); "
-                            "reconvert the model; supported versions are 2 and 3");
+      return Fail("header",
+                  "GGUF version 1 (at offset 4) is not supported (it uses 32-bit counts); "
+                  "reconvert the model; supported versions are 2 and 3");
     }
     if (version != 2 && version != 3) {
       return Fail("header", "unsupported GGUF version " + std::to_string(version) +
@@ -157,7 +172,8 @@ class Parser {
     f_->version_ = version;
     LS_RETURN_IF_ERROR(Read(&n_tensors_, "n_tensors", "header"));
     LS_RETURN_IF_ERROR(Read(&n_kv_, "n_kv", "header"));
-    if (n_tensors_ < 0) return Fail("header", "n_tensors at offset 8 is negative (" + std::to_string(n_tensors_) + ")");
+    if (n_tensors_ < 0)
+      return Fail("header", "n_tensors at offset 8 is negative (" + std::to_string(n_tensors_) + ")");
     if (n_kv_ < 0) return Fail("header", "n_kv at offset 16 is negative (" + std::to_string(n_kv_) + ")");
     if (static_cast<uint64_t>(n_kv_) > remaining() / kMinKvBytes) {
       return Fail("header", "n_kv " + std::to_string(n_kv_) + " at offset 16 is impossible: the remaining " +
@@ -165,28 +181,86 @@ class Parser {
                                 std::to_string(remaining() / kMinKvBytes) + " key-value pairs");
     }
     if (static_cast<uint64_t>(n_tensors_) > remaining() / kMinTensorInfoBytes) {
-      return Fail("header", "n_tensors " + std::to_string(n_tensors_) + " at offset 8 is impossible: the remaining " +
-                                std::to_string(remaining()) + " bytes hold at most " +
-                                std::to_string(remaining() / kMinTensorInfoBytes) + " tensor infos");
+      return Fail("header", "n_tensors " + std::to_string(n_tensors_) +
+                                " at offset 8 is impossible: the remaining " + std::to_string(remaining()) +
+                                " bytes hold at most " + std::to_string(remaining() / kMinTensorInfoBytes) +
+                                " tensor infos");
     }
     return Status::Ok();
   }
 
   Status ReadScalar(ValueType t, Value* v, const char* field, const std::string& ctx) {
     switch (t) {
-      case ValueType::kU8: { uint8_t x; LS_RETURN_IF_ERROR(Read(&x, field, ctx)); v->u = x; break; }
-      case ValueType::kI8: { int8_t x; LS_RETURN_IF_ERROR(Read(&x, field, ctx)); v->i = x; break; }
-      case ValueType::kU16: { uint16_t x; LS_RETURN_IF_ERROR(Read(&x, field, ctx)); v->u = x; break; }
-      case ValueType::kI16: { int16_t x; LS_RETURN_IF_ERROR(Read(&x, field, ctx)); v->i = x; break; }
-      case ValueType::kU32: { uint32_t x; LS_RETURN_IF_ERROR(Read(&x, field, ctx)); v->u = x; break; }
-      case ValueType::kI32: { int32_t x; LS_RETURN_IF_ERROR(Read(&x, field, ctx)); v->i = x; break; }
-      case ValueType::kU64: { uint64_t x; LS_RETURN_IF_ERROR(Read(&x, field, ctx)); v->u = x; break; }
-      case ValueType::kI64: { int64_t x; LS_RETURN_IF_ERROR(Read(&x, field, ctx)); v->i = x; break; }
-      case ValueType::kF32: { float x; LS_RETURN_IF_ERROR(Read(&x, field, ctx)); v->f = x; break; }
-      case ValueType::kF64: { double x; LS_RETURN_IF_ERROR(Read(&x, field, ctx)); v->f = x; break; }
-      case ValueType::kBool: { uint8_t x; LS_RETURN_IF_ERROR(Read(&x, field, ctx)); v->u = x != 0; break; }
-      case ValueType::kString: return ReadString(&v->str, field, ctx);
-      case ValueType::kArray: return Fail(ctx, "internal: array is not a scalar");
+      case ValueType::kU8: {
+        uint8_t x;
+        LS_RETURN_IF_ERROR(Read(&x, field, ctx));
+        v->u = x;
+        break;
+      }
+      case ValueType::kI8: {
+        int8_t x;
+        LS_RETURN_IF_ERROR(Read(&x, field, ctx));
+        v->i = x;
+        break;
+      }
+      case ValueType::kU16: {
+        uint16_t x;
+        LS_RETURN_IF_ERROR(Read(&x, field, ctx));
+        v->u = x;
+        break;
+      }
+      case ValueType::kI16: {
+        int16_t x;
+        LS_RETURN_IF_ERROR(Read(&x, field, ctx));
+        v->i = x;
+        break;
+      }
+      case ValueType::kU32: {
+        uint32_t x;
+        LS_RETURN_IF_ERROR(Read(&x, field, ctx));
+        v->u = x;
+        break;
+      }
+      case ValueType::kI32: {
+        int32_t x;
+        LS_RETURN_IF_ERROR(Read(&x, field, ctx));
+        v->i = x;
+        break;
+      }
+      case ValueType::kU64: {
+        uint64_t x;
+        LS_RETURN_IF_ERROR(Read(&x, field, ctx));
+        v->u = x;
+        break;
+      }
+      case ValueType::kI64: {
+        int64_t x;
+        LS_RETURN_IF_ERROR(Read(&x, field, ctx));
+        v->i = x;
+        break;
+      }
+      case ValueType::kF32: {
+        float x;
+        LS_RETURN_IF_ERROR(Read(&x, field, ctx));
+        v->f = x;
+        break;
+      }
+      case ValueType::kF64: {
+        double x;
+        LS_RETURN_IF_ERROR(Read(&x, field, ctx));
+        v->f = x;
+        break;
+      }
+      case ValueType::kBool: {
+        uint8_t x;
+        LS_RETURN_IF_ERROR(Read(&x, field, ctx));
+        v->u = x != 0;
+        break;
+      }
+      case ValueType::kString:
+        return ReadString(&v->str, field, ctx);
+      case ValueType::kArray:
+        return Fail(ctx, "internal: array is not a scalar");
     }
     return Status::Ok();
   }
@@ -196,7 +270,8 @@ class Parser {
     uint32_t elem = 0;
     LS_RETURN_IF_ERROR(Read(&elem, "array element type", ctx));
     if (elem == static_cast<uint32_t>(ValueType::kArray)) {
-      return Fail(ctx, "nested arrays are not supported (element type at offset " + std::to_string(type_at) + ")");
+      return Fail(ctx,
+                  "nested arrays are not supported (element type at offset " + std::to_string(type_at) + ")");
     }
     if (!IsKnownValueType(elem)) {
       return Fail(ctx, "unknown array element type " + std::to_string(elem) + " at offset " +
@@ -213,8 +288,8 @@ class Parser {
     // Strings take at least their 8-byte length; this bounds the allocation below by the file size.
     const uint64_t min_elem = v->elem_type == ValueType::kString ? 8 : ScalarSize(v->elem_type);
     if (count * min_elem > remaining()) {
-      return Fail(ctx, "array of " + std::to_string(count) + " " + ValueTypeName(v->elem_type) + " at offset " +
-                           std::to_string(count_at) + " runs past the end of the file (" +
+      return Fail(ctx, "array of " + std::to_string(count) + " " + ValueTypeName(v->elem_type) +
+                           " at offset " + std::to_string(count_at) + " runs past the end of the file (" +
                            std::to_string(remaining()) + " bytes left)");
     }
     Value elem_value;
@@ -259,15 +334,16 @@ class Parser {
     for (int64_t k = 0; k < n_kv_; ++k) {
       const uint64_t at = pos_;
       KeyValue kv;
-      LS_RETURN_IF_ERROR(ReadString(&kv.key, "key", "key #" + std::to_string(k) + " (at offset " +
-                                                        std::to_string(at) + ")"));
+      LS_RETURN_IF_ERROR(ReadString(&kv.key, "key",
+                                    "key #" + std::to_string(k) + " (at offset " + std::to_string(at) + ")"));
       const std::string ctx = "key '" + kv.key + "' (at offset " + std::to_string(at) + ")";
       if (f_->kv_index_.count(kv.key) != 0) return Fail(ctx, "duplicate key");
       const uint64_t type_at = pos_;
       uint32_t type = 0;
       LS_RETURN_IF_ERROR(Read(&type, "value type", ctx));
       if (!IsKnownValueType(type)) {
-        return Fail(ctx, "unknown value type " + std::to_string(type) + " at offset " + std::to_string(type_at));
+        return Fail(ctx,
+                    "unknown value type " + std::to_string(type) + " at offset " + std::to_string(type_at));
       }
       kv.value.type = static_cast<ValueType>(type);
       if (kv.value.type == ValueType::kArray) {
@@ -303,8 +379,9 @@ class Parser {
     for (int64_t k = 0; k < n_tensors_; ++k) {
       const uint64_t at = pos_;
       TensorInfo t;
-      LS_RETURN_IF_ERROR(ReadString(&t.name, "tensor name", "tensor #" + std::to_string(k) + " (info at offset " +
-                                                                std::to_string(at) + ")"));
+      LS_RETURN_IF_ERROR(
+          ReadString(&t.name, "tensor name",
+                     "tensor #" + std::to_string(k) + " (info at offset " + std::to_string(at) + ")"));
       const std::string ctx = "tensor '" + t.name + "' (info at offset " + std::to_string(at) + ")";
       if (t.name.size() >= kMaxTensorName) {
         return Fail(ctx, "name is " + std::to_string(t.name.size()) + " bytes; names must be shorter than " +
@@ -313,18 +390,20 @@ class Parser {
       if (f_->tensor_index_.count(t.name) != 0) return Fail(ctx, "duplicate tensor name");
       LS_RETURN_IF_ERROR(Read(&t.n_dims, "n_dims", ctx));
       if (t.n_dims > kMaxDims) {
-        return Fail(ctx, "n_dims " + std::to_string(t.n_dims) + " exceeds the maximum of " + std::to_string(kMaxDims));
+        return Fail(ctx, "n_dims " + std::to_string(t.n_dims) + " exceeds the maximum of " +
+                             std::to_string(kMaxDims));
       }
       // Rows are checked on their own: with ne[0] = 0 the element count is 0 whatever the other dims are.
       int64_t n_elements = 1;
       int64_t n_rows = 1;
       for (uint32_t d = 0; d < t.n_dims; ++d) {
         LS_RETURN_IF_ERROR(Read(&t.ne[d], "ne", ctx));
-        if (t.ne[d] < 0) return Fail(ctx, "ne[" + std::to_string(d) + "] = " + std::to_string(t.ne[d]) + " is negative");
+        if (t.ne[d] < 0)
+          return Fail(ctx, "ne[" + std::to_string(d) + "] = " + std::to_string(t.ne[d]) + " is negative");
         if (__builtin_mul_overflow(n_elements, t.ne[d], &n_elements) ||
             (d > 0 && __builtin_mul_overflow(n_rows, t.ne[d], &n_rows))) {
-          return Fail(ctx, "element count overflows int64 at ne[" + std::to_string(d) + "] = " +
-                               std::to_string(t.ne[d]));
+          return Fail(ctx, "element count overflows int64 at ne[" + std::to_string(d) +
+                               "] = " + std::to_string(t.ne[d]));
         }
       }
       const uint64_t type_at = pos_;
@@ -332,13 +411,13 @@ class Parser {
       LS_RETURN_IF_ERROR(Read(&type_id, "tensor type", ctx));
       const TypeTraits* traits = LookupType(type_id);
       if (traits == nullptr) {
-        return Fail(ctx, "unknown tensor type id " + std::to_string(static_cast<int32_t>(type_id)) + " at offset " +
-                             std::to_string(type_at));
+        return Fail(ctx, "unknown tensor type id " + std::to_string(static_cast<int32_t>(type_id)) +
+                             " at offset " + std::to_string(type_at));
       }
       t.type = static_cast<TensorType>(type_id);
       if (t.ne[0] % traits->block_size != 0) {
-        return Fail(ctx, "row length " + std::to_string(t.ne[0]) + " is not a multiple of the " + traits->name +
-                             " block size " + std::to_string(traits->block_size));
+        return Fail(ctx, "row length " + std::to_string(t.ne[0]) + " is not a multiple of the " +
+                             traits->name + " block size " + std::to_string(traits->block_size));
       }
       LS_RETURN_IF_ERROR(Read(&t.offset, "data offset", ctx));
       if (t.offset % f_->alignment_ != 0) {
@@ -373,8 +452,8 @@ class Parser {
       if (t.offset > data_size || t.nbytes > data_size - t.offset) {
         return Fail("tensor '" + t.name + "' (info at offset " + std::to_string(info_offsets_[k]) + ")",
                     "data [" + std::to_string(data_start + t.offset) + ", " +
-                        std::to_string(data_start + t.offset + t.nbytes) + ") runs past the end of the file (" +
-                        std::to_string(size_) + " bytes)");
+                        std::to_string(data_start + t.offset + t.nbytes) +
+                        ") runs past the end of the file (" + std::to_string(size_) + " bytes)");
       }
     }
     // Any non-overlapping layout is accepted (llama.cpp additionally wants them packed in table order).
@@ -385,10 +464,11 @@ class Parser {
       const TensorInfo& a = ts[order[k - 1]];
       const TensorInfo& b = ts[order[k]];
       if (a.nbytes > 0 && b.nbytes > 0 && a.offset + a.nbytes > b.offset) {
-        return Fail("tensor '" + b.name + "' (info at offset " + std::to_string(info_offsets_[order[k]]) + ")",
-                    "data at offset " + std::to_string(data_start + b.offset) + " overlaps tensor '" + a.name +
-                        "' [" + std::to_string(data_start + a.offset) + ", " +
-                        std::to_string(data_start + a.offset + a.nbytes) + ")");
+        return Fail(
+            "tensor '" + b.name + "' (info at offset " + std::to_string(info_offsets_[order[k]]) + ")",
+            "data at offset " + std::to_string(data_start + b.offset) + " overlaps tensor '" + a.name +
+                "' [" + std::to_string(data_start + a.offset) + ", " +
+                std::to_string(data_start + a.offset + a.nbytes) + ")");
       }
     }
     f_->data_ = base_ + std::min(data_start, size_);
@@ -525,8 +605,9 @@ Result<std::vector<uint32_t>> File::GetU32PerLayer(std::string_view key, uint32_
     return WrongType(path_, key, *v, "u32 or array[u32|i32]");
   }
   if (v->array_size() != n_layer) {
-    return KeyError(path_, key, "has " + std::to_string(v->array_size()) + " values, expected one per layer (" +
-                                    std::to_string(n_layer) + ")");
+    return KeyError(path_, key,
+                    "has " + std::to_string(v->array_size()) + " values, expected one per layer (" +
+                        std::to_string(n_layer) + ")");
   }
   std::vector<uint32_t> out(n_layer);
   for (uint32_t il = 0; il < n_layer; ++il) {
@@ -534,8 +615,9 @@ Result<std::vector<uint32_t>> File::GetU32PerLayer(std::string_view key, uint32_
       out[il] = static_cast<uint32_t>(v->uints[il]);
     } else {
       if (v->ints[il] < 0) {
-        return KeyError(path_, key, "value " + std::to_string(v->ints[il]) + " for layer " + std::to_string(il) +
-                                        " is negative");
+        return KeyError(
+            path_, key,
+            "value " + std::to_string(v->ints[il]) + " for layer " + std::to_string(il) + " is negative");
       }
       out[il] = static_cast<uint32_t>(v->ints[il]);
     }
@@ -543,7 +625,8 @@ Result<std::vector<uint32_t>> File::GetU32PerLayer(std::string_view key, uint32_
   return out;
 }
 
-Result<std::vector<uint32_t>> File::GetU32PerLayerOr(std::string_view key, uint32_t n_layer, uint32_t def) const {
+Result<std::vector<uint32_t>> File::GetU32PerLayerOr(std::string_view key, uint32_t n_layer,
+                                                     uint32_t def) const {
   if (Find(key) == nullptr) return std::vector<uint32_t>(n_layer, def);
   return GetU32PerLayer(key, n_layer);
 }

@@ -33,19 +33,42 @@ class Buffer {
   // A scalar of type t from the widened fields of v (or from index k of v's array vectors).
   void PutScalar(ValueType t, uint64_t u, int64_t i, double f) {
     switch (t) {
-      case ValueType::kU8: Put<uint8_t>(static_cast<uint8_t>(u)); break;
-      case ValueType::kI8: Put<int8_t>(static_cast<int8_t>(i)); break;
-      case ValueType::kU16: Put<uint16_t>(static_cast<uint16_t>(u)); break;
-      case ValueType::kI16: Put<int16_t>(static_cast<int16_t>(i)); break;
-      case ValueType::kU32: Put<uint32_t>(static_cast<uint32_t>(u)); break;
-      case ValueType::kI32: Put<int32_t>(static_cast<int32_t>(i)); break;
-      case ValueType::kU64: Put<uint64_t>(u); break;
-      case ValueType::kI64: Put<int64_t>(i); break;
-      case ValueType::kF32: Put<float>(static_cast<float>(f)); break;
-      case ValueType::kF64: Put<double>(f); break;
-      case ValueType::kBool: Put<uint8_t>(u != 0 ? 1 : 0); break;
+      case ValueType::kU8:
+        Put<uint8_t>(static_cast<uint8_t>(u));
+        break;
+      case ValueType::kI8:
+        Put<int8_t>(static_cast<int8_t>(i));
+        break;
+      case ValueType::kU16:
+        Put<uint16_t>(static_cast<uint16_t>(u));
+        break;
+      case ValueType::kI16:
+        Put<int16_t>(static_cast<int16_t>(i));
+        break;
+      case ValueType::kU32:
+        Put<uint32_t>(static_cast<uint32_t>(u));
+        break;
+      case ValueType::kI32:
+        Put<int32_t>(static_cast<int32_t>(i));
+        break;
+      case ValueType::kU64:
+        Put<uint64_t>(u);
+        break;
+      case ValueType::kI64:
+        Put<int64_t>(i);
+        break;
+      case ValueType::kF32:
+        Put<float>(static_cast<float>(f));
+        break;
+      case ValueType::kF64:
+        Put<double>(f);
+        break;
+      case ValueType::kBool:
+        Put<uint8_t>(u != 0 ? 1 : 0);
+        break;
       case ValueType::kString:
-      case ValueType::kArray: break;  // not scalars
+      case ValueType::kArray:
+        break;  // not scalars
     }
   }
   std::vector<uint8_t>& bytes() { return out_; }
@@ -69,12 +92,13 @@ Value Scalar(ValueType t) {
 
 Status Writer::SetValue(const std::string& key, Value v) {
   if (v.type == ValueType::kArray) {
-    if (v.elem_type == ValueType::kArray) return InvalidArgument("gguf writer: key '" + key + "': nested array");
+    if (v.elem_type == ValueType::kArray)
+      return InvalidArgument("gguf writer: key '" + key + "': nested array");
     // Exactly the vector the element type uses may be filled.
     const bool ok = v.elem_type == ValueType::kString ? v.array_size() == v.strings.size()
-                    : IsSigned(v.elem_type)          ? v.array_size() == v.ints.size()
-                    : IsFloat(v.elem_type)           ? v.array_size() == v.floats.size()
-                                                     : v.array_size() == v.uints.size();
+                    : IsSigned(v.elem_type)           ? v.array_size() == v.ints.size()
+                    : IsFloat(v.elem_type)            ? v.array_size() == v.floats.size()
+                                                      : v.array_size() == v.uints.size();
     if (!ok) {
       return InvalidArgument("gguf writer: key '" + key + "': array elements are not in the vector for " +
                              ValueTypeName(v.elem_type));
@@ -98,11 +122,11 @@ const Value* Writer::Find(const std::string& key) const {
 }
 
 // Scalar setters cannot fail (SetValue only rejects malformed arrays).
-#define LS_WRITER_SETTER(Name, CType, VType, field) \
+#define LS_WRITER_SETTER(Name, CType, VType, field)    \
   void Writer::Name(const std::string& key, CType x) { \
-    Value v = Scalar(ValueType::VType);               \
-    v.field = x;                                      \
-    (void)SetValue(key, std::move(v));                \
+    Value v = Scalar(ValueType::VType);                \
+    v.field = x;                                       \
+    (void)SetValue(key, std::move(v));                 \
   }
 LS_WRITER_SETTER(SetU8, uint8_t, kU8, u)
 LS_WRITER_SETTER(SetI8, int8_t, kI8, i)
@@ -175,7 +199,8 @@ Status Writer::CheckTensor(const std::string& name, TensorType type, const std::
                            traits->name + " block size " + std::to_string(traits->block_size));
   }
   uint64_t row_bytes = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(ne[0] / traits->block_size), traits->block_bytes, &row_bytes) ||
+  if (__builtin_mul_overflow(static_cast<uint64_t>(ne[0] / traits->block_size), traits->block_bytes,
+                             &row_bytes) ||
       __builtin_mul_overflow(row_bytes, rows, nbytes)) {
     return InvalidArgument(ctx + "size overflows");
   }
@@ -258,7 +283,8 @@ namespace {
 // Owns the temporary file; removes it unless Commit() renamed it into place.
 class TempFile {
  public:
-  explicit TempFile(const std::string& path) : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())) {}
+  explicit TempFile(const std::string& path)
+      : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())) {}
   ~TempFile() {
     if (fp_ != nullptr) std::fclose(fp_);
     if (!committed_) std::remove(tmp_.c_str());
@@ -278,7 +304,8 @@ class TempFile {
     const bool flushed = std::fflush(fp_) == 0;
     const bool closed = std::fclose(fp_) == 0;
     fp_ = nullptr;
-    if (!flushed || !closed) return IoError("gguf writer: closing " + tmp_ + " failed: " + std::strerror(errno));
+    if (!flushed || !closed)
+      return IoError("gguf writer: closing " + tmp_ + " failed: " + std::strerror(errno));
     if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
       return IoError("gguf writer: rename " + tmp_ + " -> " + path_ + " failed: " + std::strerror(errno));
     }

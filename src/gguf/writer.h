@@ -1,5 +1,5 @@
-// GGUF writer: collects metadata and tensors, then writes a version-3 file that llama.cpp loads (offsets packed
-// in table order, each tensor padded to the alignment). Tensors may be produced lazily while writing.
+// GGUF writer: collects metadata and tensors, then writes a version-3 file that llama.cpp loads (offsets
+// packed in table order, each tensor padded to the alignment). Tensors may be produced lazily while writing.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +42,8 @@ class Writer {
   const Value* Find(const std::string& key) const;
 
   // ne in ggml order (ne[0] = row length), 1 to 4 dims. bytes must be exactly the tensor's size.
-  Status AddTensor(const std::string& name, TensorType type, std::vector<int64_t> ne, std::vector<uint8_t> bytes);
+  Status AddTensor(const std::string& name, TensorType type, std::vector<int64_t> ne,
+                   std::vector<uint8_t> bytes);
   Status AddTensor(const std::string& name, TensorType type, std::vector<int64_t> ne, FillFn fill);
 
   size_t n_tensors() const { return tensors_.size(); }

@@ -28,7 +28,8 @@ class GgufCorrupt : public ::testing::Test {
     EXPECT_EQ(r.status().code(), Code::kCorrupt) << r.status().ToString();
     const std::string m = r.status().message();
     EXPECT_NE(m.find(path), std::string::npos) << m;
-    for (const char* n : needles) EXPECT_NE(m.find(n), std::string::npos) << "missing '" << n << "' in: " << m;
+    for (const char* n : needles)
+      EXPECT_NE(m.find(n), std::string::npos) << "missing '" << n << "' in: " << m;
   }
   void ExpectAccepted(const RawGguf& raw) {
     const std::string path = dir_.WriteFile("ok_" + std::to_string(n_++) + ".gguf", raw.bytes());
@@ -101,7 +102,12 @@ TEST_F(GgufCorrupt, StringLengths) {
 
 TEST_F(GgufCorrupt, Arrays) {
   RawGguf count;
-  count.Header(3, 0, 1).Str("arr").Put<uint32_t>(9).Put<uint32_t>(4).Put<uint64_t>(uint64_t{1} << 40).Zeros(8);
+  count.Header(3, 0, 1)
+      .Str("arr")
+      .Put<uint32_t>(9)
+      .Put<uint32_t>(4)
+      .Put<uint64_t>(uint64_t{1} << 40)
+      .Zeros(8);
   ExpectRejected(count, {"key 'arr'", "array count 1099511627776", "2^30"});
   RawGguf past;
   past.Header(3, 0, 1).Str("arr").Put<uint32_t>(9).Put<uint32_t>(8).Put<uint64_t>(1000).Zeros(8);
@@ -113,8 +119,13 @@ TEST_F(GgufCorrupt, Arrays) {
   elem.Header(3, 0, 1).Str("arr").Put<uint32_t>(9).Put<uint32_t>(13).Put<uint64_t>(1).Zeros(16);
   ExpectRejected(elem, {"key 'arr'", "unknown array element type 13"});
   RawGguf strings;  // an array of strings whose second element runs past the end
-  strings.Header(3, 0, 1).Str("arr").Put<uint32_t>(9).Put<uint32_t>(8).Put<uint64_t>(2).Str("ok").Put<uint64_t>(
-      100);
+  strings.Header(3, 0, 1)
+      .Str("arr")
+      .Put<uint32_t>(9)
+      .Put<uint32_t>(8)
+      .Put<uint64_t>(2)
+      .Str("ok")
+      .Put<uint64_t>(100);
   ExpectRejected(strings, {"key 'arr'", "array string length 100"});
 }
 
@@ -166,7 +177,8 @@ TEST_F(GgufCorrupt, TensorInfos) {
   ExpectRejected(bytes_overflow, {"tensor 't'", "overflows"});
   RawGguf block;
   block.Header(3, 1, 0).Info("blk.0.attn_q.weight", {172, 2}, 8, 0).PadTo(32).Zeros(512);
-  ExpectRejected(block, {"tensor 'blk.0.attn_q.weight'", "row length 172 is not a multiple of the q8_0 block size 32"});
+  ExpectRejected(
+      block, {"tensor 'blk.0.attn_q.weight'", "row length 172 is not a multiple of the q8_0 block size 32"});
   RawGguf name;
   name.Header(3, 1, 0).Info(std::string(64, 'n'), {8}, 0, 0).PadTo(32).Zeros(32);
   ExpectRejected(name, {"64 bytes", "shorter than 64"});

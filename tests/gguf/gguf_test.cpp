@@ -1,5 +1,5 @@
-// GGUF reader and writer on well-formed input: the shared model files, the two invalid shared files, a round trip
-// of every value type through the writer, the typed getters and the tensor-type table.
+// GGUF reader and writer on well-formed input: the shared model files, the two invalid shared files, a round
+// trip of every value type through the writer, the typed getters and the tensor-type table.
 #include "gguf/gguf.h"
 
 #include <gtest/gtest.h>
@@ -37,12 +37,12 @@ TEST(TensorType, TableMatchesGgml) {
     int64_t block;
     size_t bytes;
   };
-  const Want want[] = {{0, "f32", 1, 4},      {1, "f16", 1, 2},      {2, "q4_0", 32, 18},  {3, "q4_1", 32, 20},
-                       {6, "q5_0", 32, 22},   {7, "q5_1", 32, 24},   {8, "q8_0", 32, 34},  {9, "q8_1", 32, 36},
-                       {10, "q2_K", 256, 84}, {11, "q3_K", 256, 110}, {12, "q4_K", 256, 144},
-                       {13, "q5_K", 256, 176}, {14, "q6_K", 256, 210}, {15, "q8_K", 256, 292},
-                       {24, "i8", 1, 1},      {25, "i16", 1, 2},     {26, "i32", 1, 4},    {27, "i64", 1, 8},
-                       {28, "f64", 1, 8},     {30, "bf16", 1, 2}};
+  const Want want[] = {
+      {0, "f32", 1, 4},       {1, "f16", 1, 2},       {2, "q4_0", 32, 18},    {3, "q4_1", 32, 20},
+      {6, "q5_0", 32, 22},    {7, "q5_1", 32, 24},    {8, "q8_0", 32, 34},    {9, "q8_1", 32, 36},
+      {10, "q2_K", 256, 84},  {11, "q3_K", 256, 110}, {12, "q4_K", 256, 144}, {13, "q5_K", 256, 176},
+      {14, "q6_K", 256, 210}, {15, "q8_K", 256, 292}, {24, "i8", 1, 1},       {25, "i16", 1, 2},
+      {26, "i32", 1, 4},      {27, "i64", 1, 8},      {28, "f64", 1, 8},      {30, "bf16", 1, 2}};
   for (const Want& w : want) {
     const TypeTraits* t = LookupType(w.id);
     ASSERT_NE(t, nullptr) << w.id;
@@ -85,7 +85,8 @@ TEST(GgufReader, EverySharedModelOpens) {
       EXPECT_EQ(f.FindTensor(t.name), &t);
     }
     EXPECT_LE(f.tensors().back().offset + f.tensors().back().nbytes, f.data_size());
-    EXPECT_EQ(f.data_begin() + f.data_size(), f.data_begin() + (f.file_size() - (f.file_size() - f.data_size())));
+    EXPECT_EQ(f.data_begin() + f.data_size(),
+              f.data_begin() + (f.file_size() - (f.file_size() - f.data_size())));
   }
 }
 
@@ -205,9 +206,12 @@ TEST(GgufWriter, RoundTripEveryValueType) {
     Value v;
     v.type = ValueType::kArray;
     v.elem_type = e;
-    if (e == ValueType::kI8 || e == ValueType::kI16 || e == ValueType::kI64) v.ints = {-3, 0, 5};
-    else if (e == ValueType::kF64) v.floats = {1e300, -0.5, 0};
-    else v.uints = {1, 0, 1};
+    if (e == ValueType::kI8 || e == ValueType::kI16 || e == ValueType::kI64)
+      v.ints = {-3, 0, 5};
+    else if (e == ValueType::kF64)
+      v.floats = {1e300, -0.5, 0};
+    else
+      v.uints = {1, 0, 1};
     ASSERT_TRUE(w.SetValue(std::string("t.arr_") + ValueTypeName(e), v).ok());
   }
   Value nested;
@@ -219,12 +223,10 @@ TEST(GgufWriter, RoundTripEveryValueType) {
   std::vector<uint8_t> f32(4 * 8 * 2);
   for (size_t k = 0; k < f32.size(); ++k) f32[k] = static_cast<uint8_t>(k);
   ASSERT_TRUE(w.AddTensor("a.weight", TensorType::kF32, {8, 2}, f32).ok());
-  ASSERT_TRUE(w.AddTensor("b.weight", TensorType::kQ8_0, {64, 3},
-                          [](uint8_t* dst, size_t n) {
-                            for (size_t k = 0; k < n; ++k) dst[k] = static_cast<uint8_t>(k * 7);
-                            return Status::Ok();
-                          })
-                  .ok());
+  ASSERT_TRUE(w.AddTensor("b.weight", TensorType::kQ8_0, {64, 3}, [](uint8_t* dst, size_t n) {
+                 for (size_t k = 0; k < n; ++k) dst[k] = static_cast<uint8_t>(k * 7);
+                 return Status::Ok();
+               }).ok());
   ASSERT_TRUE(w.AddTensor("c.weight", TensorType::kF16, {4, 3, 2}, std::vector<uint8_t>(48, 0xAB)).ok());
   // The writer refuses what the reader would reject.
   EXPECT_FALSE(w.AddTensor("a.weight", TensorType::kF32, {8, 2}, f32).ok());
@@ -344,9 +346,9 @@ TEST(GgufWriter, CustomAlignmentAndNoTensors) {
 TEST(GgufWriter, FailedFillLeavesNoFile) {
   ScratchDir dir;
   Writer w;
-  ASSERT_TRUE(w.AddTensor("x", TensorType::kF32, {8},
-                          [](uint8_t*, size_t) { return Internal("fill failed on purpose"); })
-                  .ok());
+  ASSERT_TRUE(w.AddTensor("x", TensorType::kF32, {8}, [](uint8_t*, size_t) {
+                 return Internal("fill failed on purpose");
+               }).ok());
   const std::string path = dir.Path("failed.gguf");
   Status s = w.Write(path);
   ASSERT_FALSE(s.ok());
