@@ -1,0 +1,239 @@
+// Random-weight models for `lazyslot synth`: presets, shape checks, metadata keys and lazily generated
+// tensors. Tensors are produced row by row inside the writer's fill callback, so only one tensor is in memory
+// at a time.
+#include "cli/synth_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "quant/quant.h"
+
+namespace lazyslot::cli {
+namespace {
+
+// splitmix64: a tiny, well-mixed generator; each tensor gets its own stream from (seed, name).
+class SplitMix {
+ public:
+  explicit SplitMix(uint64_t seed) : s_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [-1, 1) with 24 bits of resolution.
+  float Symmetric() { return static_cast<float>(Next() >> 40) * (2.0f / 16777216.0f) - 1.0f; }
+
+ private:
+  uint64_t s_;
+};
+
+uint64_t HashName(const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+enum class Init { kMatrix, kNorm, kBias };
+
+// Fill callback for one tensor: rows of ne[0] values, encoded as `type`.
+gguf::Writer::FillFn MakeFill(const std::string& name, TensorType type, int64_t row_len, int64_t n_rows,
+                              Init init, uint64_t seed) {
+  return [=](uint8_t* dst, size_t nbytes) -> Status {
+    SplitMix rng(SplitMix(seed ^ HashName(name)).Next());
+    const size_t row_bytes = RowBytes(type, row_len);
+    if (row_bytes * static_cast<size_t>(n_rows) != nbytes)
+      return Internal("synth: size mismatch for " + name);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(row_len));
+    std::vector<float> row(static_cast<size_t>(row_len));
+    for (int64_t r = 0; r < n_rows; ++r) {
+      for (float& x : row) {
+        const float u = rng.Symmetric();
+        x = init == Init::kMatrix ? u * scale : init == Init::kNorm ? 1.0f + 0.05f * u : 0.02f * u;
+      }
+      uint8_t* out = dst + static_cast<size_t>(r) * row_bytes;
+      if (type == TensorType::kF32) {
+        std::memcpy(out, row.data(), row_bytes);
+      } else {
+        quant::QuantizeRow(type, row.data(), out, row_len);
+      }
+    }
+    return Status::Ok();
+  };
+}
+
+struct TensorPlan {
+  std::string name;
+  int64_t ne0;
+  int64_t ne1;  // 0 = one-dimensional
+  bool weight;  // a matrix stored as the chosen type (else an F32 norm or bias)
+  Init init;
+};
+
+std::vector<TensorPlan> PlanTensors(const SynthShape& s) {
+  const int64_t q_dim = s.n_head * s.head_dim;
+  const int64_t kv_dim = s.n_head_kv * s.head_dim;
+  std::vector<TensorPlan> p;
+  p.push_back({"token_embd.weight", s.n_embd, s.n_vocab, true, Init::kMatrix});
+  p.push_back({"output_norm.weight", s.n_embd, 0, false, Init::kNorm});
+  if (!s.tied) p.push_back({"output.weight", s.n_embd, s.n_vocab, true, Init::kMatrix});
+  for (int64_t il = 0; il < s.n_layer; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".";
+    p.push_back({b + "attn_norm.weight", s.n_embd, 0, false, Init::kNorm});
+    p.push_back({b + "attn_q.weight", s.n_embd, q_dim, true, Init::kMatrix});
+    p.push_back({b + "attn_k.weight", s.n_embd, kv_dim, true, Init::kMatrix});
+    p.push_back({b + "attn_v.weight", s.n_embd, kv_dim, true, Init::kMatrix});
+    if (s.arch == "qwen2") {
+      p.push_back({b + "attn_q.bias", q_dim, 0, false, Init::kBias});
+      p.push_back({b + "attn_k.bias", kv_dim, 0, false, Init::kBias});
+      p.push_back({b + "attn_v.bias", kv_dim, 0, false, Init::kBias});
+    }
+    p.push_back({b + "attn_output.weight", q_dim, s.n_embd, true, Init::kMatrix});
+    if (s.arch == "qwen3") {
+      p.push_back({b + "attn_q_norm.weight", s.head_dim, 0, false, Init::kNorm});
+      p.push_back({b + "attn_k_norm.weight", s.head_dim, 0, false, Init::kNorm});
+    }
+    p.push_back({b + "ffn_norm.weight", s.n_embd, 0, false, Init::kNorm});
+    p.push_back({b + "ffn_gate.weight", s.n_embd, s.n_ff, true, Init::kMatrix});
+    p.push_back({b + "ffn_up.weight", s.n_embd, s.n_ff, true, Init::kMatrix});
+    p.push_back({b + "ffn_down.weight", s.n_ff, s.n_embd, true, Init::kMatrix});
+  }
+  return p;
+}
+
+}  // namespace
+
+bool ApplyPreset(const std::string& preset, SynthShape* s) {
+  if (preset == "tiny") {
+    s->name = "tiny";
+    s->n_embd = 256;
+    s->n_layer = 4;
+    s->n_head = 4;
+    s->n_head_kv = 2;
+    s->head_dim = 64;
+    s->n_ff = 768;
+    s->n_vocab = 2048;
+    s->n_ctx = 4096;
+    s->rope_base = 1e6f;
+    s->eps = 1e-6f;
+    s->tied = true;
+    return true;
+  }
+  if (preset == "qwen3-0.6b") {
+    s->name = "qwen3-0.6b";
+    s->n_embd = 1024;
+    s->n_layer = 28;
+    s->n_head = 16;
+    s->n_head_kv = 8;
+    s->head_dim = 128;
+    s->n_ff = 3072;
+    s->n_vocab = 151936;
+    s->n_ctx = 40960;
+    s->rope_base = 1e6f;
+    s->eps = 1e-6f;
+    s->tied = true;
+    return true;
+  }
+  return false;
+}
+
+Status ValidateSynth(const SynthShape& s, TensorType type) {
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3") {
+    return InvalidArgument("--arch must be llama, qwen2 or qwen3, got '" + s.arch + "'");
+  }
+  const std::pair<const char*, int64_t> sizes[] = {{"--n-embd", s.n_embd},     {"--n-layer", s.n_layer},
+                                                   {"--n-head", s.n_head},     {"--n-head-kv", s.n_head_kv},
+                                                   {"--head-dim", s.head_dim}, {"--n-ff", s.n_ff},
+                                                   {"--n-vocab", s.n_vocab},   {"--n-ctx", s.n_ctx}};
+  for (const auto& [flag, v] : sizes) {
+    if (v <= 0 || v > (int64_t{1} << 24)) {
+      return InvalidArgument(std::string(flag) + " must be in 1..16777216, got " + std::to_string(v));
+    }
+  }
+  if (s.n_head % s.n_head_kv != 0) {
+    return InvalidArgument("--n-head (" + std::to_string(s.n_head) + ") must be a multiple of --n-head-kv (" +
+                           std::to_string(s.n_head_kv) + ")");
+  }
+  if (s.head_dim % 2 != 0) return InvalidArgument("--head-dim must be even (RoPE rotates pairs)");
+  if (s.arch == "qwen2" && s.n_head * s.head_dim != s.n_embd) {
+    return InvalidArgument("qwen2 needs n_head * head_dim == n_embd (" + std::to_string(s.n_head) + " * " +
+                           std::to_string(s.head_dim) + " != " + std::to_string(s.n_embd) + ")");
+  }
+  if (!(s.eps > 0) || !(s.rope_base > 0)) return InvalidArgument("--eps and --rope-base must be positive");
+  if (type != TensorType::kF32 && !quant::CanQuantize(type)) {
+    return Unimplemented(std::string("--type ") + TypeName(type) + ": this build cannot quantize to it");
+  }
+  const int64_t block = Traits(type).block_size;
+  const std::pair<const char*, int64_t> rows[] = {
+      {"n_embd (token_embd, attn_q/k/v, ffn_gate/up rows)", s.n_embd},
+      {"n_head * head_dim (attn_output rows)", s.n_head * s.head_dim},
+      {"n_ff (ffn_down rows)", s.n_ff}};
+  for (const auto& [what, n] : rows) {
+    if (n % block != 0) {
+      return InvalidArgument(std::string("--type ") + TypeName(type) +
+                             " needs row lengths that are multiples of " + std::to_string(block) + ", but " +
+                             what + " is " + std::to_string(n));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<uint32_t> FileTypeFor(TensorType type) {
+  // llama_ftype values; the pure K-quant files are labelled with the closest "_S"/plain variant.
+  switch (type) {
+    case TensorType::kF32:
+      return 0u;
+    case TensorType::kF16:
+      return 1u;
+    case TensorType::kQ4_0:
+      return 2u;
+    case TensorType::kQ8_0:
+      return 7u;
+    case TensorType::kQ4_K:
+      return 14u;
+    case TensorType::kQ5_K:
+      return 16u;
+    case TensorType::kQ6_K:
+      return 18u;
+    case TensorType::kBF16:
+      return 32u;
+    default:
+      return Unimplemented(std::string("--type ") + TypeName(type) + " is not supported by synth");
+  }
+}
+
+Status AddSynthModel(const SynthShape& s, TensorType type, uint64_t seed, gguf::Writer* w) {
+  LS_RETURN_IF_ERROR(ValidateSynth(s, type));
+  LS_ASSIGN_OR_RETURN(uint32_t file_type, FileTypeFor(type));
+  const std::string a = s.arch;
+  w->SetString("general.architecture", a);
+  w->SetString("general.name", "lazyslot-synth-" + s.arch + "-" + s.name);
+  w->SetU32("general.file_type", file_type);
+  if (Traits(type).block_size > 1) w->SetU32("general.quantization_version", 2);
+  w->SetU32(a + ".context_length", static_cast<uint32_t>(s.n_ctx));
+  w->SetU32(a + ".embedding_length", static_cast<uint32_t>(s.n_embd));
+  w->SetU32(a + ".block_count", static_cast<uint32_t>(s.n_layer));
+  w->SetU32(a + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
+  w->SetU32(a + ".attention.head_count", static_cast<uint32_t>(s.n_head));
+  w->SetU32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
+  w->SetU32(a + ".attention.key_length", static_cast<uint32_t>(s.head_dim));
+  w->SetU32(a + ".attention.value_length", static_cast<uint32_t>(s.head_dim));
+  w->SetF32(a + ".attention.layer_norm_rms_epsilon", s.eps);
+  w->SetF32(a + ".rope.freq_base", s.rope_base);
+  w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(s.head_dim));
+  w->SetU64("lazyslot.synth.seed", seed);
+
+  for (const TensorPlan& t : PlanTensors(s)) {
+    const TensorType tt = t.weight ? type : TensorType::kF32;
+    std::vector<int64_t> ne = {t.ne0};
+    if (t.ne1 > 0) ne.push_back(t.ne1);
+    const int64_t n_rows = t.ne1 > 0 ? t.ne1 : 1;
+    LS_RETURN_IF_ERROR(
+        w->AddTensor(t.name, tt, std::move(ne), MakeFill(t.name, tt, t.ne0, n_rows, t.init, seed)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace lazyslot::cli
