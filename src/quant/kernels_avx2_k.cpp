@@ -11,49 +11,53 @@ namespace {
 using simd::HalfToFloat;
 using simd::Hsum;
 
-// The 8 scales and 8 mins of a Q4_K/Q5_K block.
-inline void UnpackKScales(const uint8_t* s, int16_t sc[8], int16_t m[8]) {
-  for (int j = 0; j < 8; ++j) {
-    int a, b;
-    KScaleMin(s, j, &a, &b);
-    sc[j] = static_cast<int16_t>(a);
-    m[j] = static_cast<int16_t>(b);
-  }
-}
-
-// sum_j m_j * (bsums[2j] + bsums[2j+1])
-inline int32_t MinsDot(const int16_t m[8], const int16_t* bsums) {
-  int32_t s = 0;
-  for (int j = 0; j < 8; ++j) s += m[j] * (bsums[2 * j] + bsums[2 * j + 1]);
-  return s;
-}
-
 LS_TARGET_AVX2 inline __m256i LoadQ(const int8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
-// Q4_K/Q5_K: R activation rows per weight block; q4/q5 weights decoded once for all rows.
+// The 8 six-bit scales and mins of a Q4_K/Q5_K block as bytes (sc0..sc7, m0..m7), unpacked four at a time
+// with 32-bit masks: bytes 0-3 = sc0-3 | top bits of sc4-7, 4-7 likewise for m, 8-11 = low nibbles of sc4-7
+// and m4-7 (FORMATS.md section 2).
+inline void UnpackKScales(const uint8_t* s, uint32_t* sc_lo, uint32_t* sc_hi, uint32_t* m_lo, uint32_t* m_hi) {
+  uint32_t a, b, c;
+  __builtin_memcpy(&a, s, 4);
+  __builtin_memcpy(&b, s + 4, 4);
+  __builtin_memcpy(&c, s + 8, 4);
+  *sc_lo = a & 0x3f3f3f3fu;
+  *m_lo = b & 0x3f3f3f3fu;
+  *sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
+  *m_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+}
+
+// Byte-shuffle control that broadcasts int16 element j of each 128-bit lane to the whole lane.
+LS_TARGET_AVX2 inline __m256i BroadcastWordMask(int j) {
+  return _mm256_set1_epi16(static_cast<short>((2 * j) | (2 * j + 1) << 8));
+}
+
+// Q4_K/Q5_K: R activation rows per weight block; weights and scales decoded once for all rows.
+// isum = sum_j sc_j * (q_j . x_j) per row in 8 int32 lanes; mins = sum_j m_j * (bsums[2j] + bsums[2j+1]).
 template <int R, bool kFive>
 LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x, int64_t nb, float* out) {
   const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-  __m256 acc[R];
-  float mins[R];
-  for (int r = 0; r < R; ++r) {
-    acc[r] = _mm256_setzero_ps();
-    mins[r] = 0.0f;
-  }
+  __m256 acc[R], accm[R];
+  for (int r = 0; r < R; ++r) acc[r] = accm[r] = _mm256_setzero_ps();
   const size_t stride = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
   for (int64_t ib = 0; ib < nb; ++ib) {
-    // Q5_K is Q4_K with qh[32] inserted before qs: read the shared fields through the Q5_K layout.
+    // Q5_K is Q4_K with qh[32] inserted before qs: d, dmin and scales sit at the same offsets.
     const uint8_t* base = static_cast<const uint8_t*>(wv) + ib * stride;
     uint16_t d16, dmin16;
     __builtin_memcpy(&d16, base, 2);
     __builtin_memcpy(&dmin16, base + 2, 2);
-    const uint8_t* scales = base + 4;
     const uint8_t* qh = base + 16;
     const uint8_t* qs = kFive ? base + 48 : base + 16;
-    int16_t sc[8], m[8];
-    UnpackKScales(scales, sc, m);
+    uint32_t sc_lo, sc_hi, m_lo, m_hi;
+    UnpackKScales(base + 4, &sc_lo, &sc_hi, &m_lo, &m_hi);
+    // Scales as int16 in both lanes (for per-j broadcasts); mins as int16 pairs m0 m0 m1 m1 ... m7 m7.
+    const __m128i sc16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
+    const __m256i scales = _mm256_broadcastsi128_si256(sc16);
+    const __m128i m16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo)));
+    const __m256i mins = _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
+
     __m256i hbits = kFive ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh)) : _mm256_setzero_si256();
     __m256i q[8];  // unsigned weights of sub-block j, 0..15 (0..31 for Q5_K)
     for (int i = 0; i < 4; ++i) {
@@ -61,25 +65,29 @@ LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x
       q[2 * i] = _mm256_and_si256(bytes, m4);
       q[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
       if (kFive) {
-        // bit j of qh[l] is the fifth bit of sub-block j: shift it to bit 4 of each byte
+        // bit j of qh[l] is the fifth bit of sub-block j: move it to bit 4 of each byte
         q[2 * i] = _mm256_or_si256(q[2 * i], _mm256_slli_epi16(_mm256_and_si256(hbits, one), 4));
         hbits = _mm256_srli_epi16(hbits, 1);
         q[2 * i + 1] = _mm256_or_si256(q[2 * i + 1], _mm256_slli_epi16(_mm256_and_si256(hbits, one), 4));
         hbits = _mm256_srli_epi16(hbits, 1);
       }
     }
+    __m256i sc[8];
+    for (int j = 0; j < 8; ++j) sc[j] = _mm256_shuffle_epi8(scales, BroadcastWordMask(j));
     const float dw = HalfToFloat(d16), dminw = HalfToFloat(dmin16);
     for (int r = 0; r < R; ++r) {
       __m256i isum = _mm256_setzero_si256();
       for (int j = 0; j < 8; ++j) {
         const __m256i p16 = _mm256_maddubs_epi16(q[j], LoadQ(x[r][ib].qs + 32 * j));
-        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, _mm256_set1_epi16(sc[j])));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, sc[j]));
       }
+      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][ib].bsums));
+      const __m256i msum = _mm256_madd_epi16(mins, bsums);
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[r][ib].d * dw), _mm256_cvtepi32_ps(isum), acc[r]);
-      mins[r] += x[r][ib].d * dminw * static_cast<float>(MinsDot(m, x[r][ib].bsums));
+      accm[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[r][ib].d * dminw), _mm256_cvtepi32_ps(msum), accm[r]);
     }
   }
-  for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]) - mins[r];
+  for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]) - Hsum(accm[r]);
 }
 
 // Q6_K: q = lo | hi << 4 (0..63) per value; sum_g sc_g * sum (q - 32) x = sum_g sc_g * (sum q x - 32 bsum_g).
@@ -103,11 +111,14 @@ LS_TARGET_AVX2 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* const
         q[4 * h + k] = _mm256_or_si256(lo[k], _mm256_slli_epi16(hi, 4));
       }
     }
-    // Scale pairs per chunk: int16 lanes 0-7 get sc[2c] (values 0-15), lanes 8-15 sc[2c+1].
+    // Per chunk c: int16 lanes 0-7 = sc[2c] (values 0-15 of the chunk), lanes 8-15 = sc[2c+1].
+    const __m128i sv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
     __m256i scv[8];
     for (int c = 0; c < 8; ++c) {
-      scv[c] = _mm256_set_m128i(_mm_set1_epi16(b.scales[2 * c + 1]), _mm_set1_epi16(b.scales[2 * c]));
+      const __m128i ctl = _mm_set_epi64x(0x0101010101010101LL * (2 * c + 1), 0x0101010101010101LL * (2 * c));
+      scv[c] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sv, ctl));
     }
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sv);
     const float dw = HalfToFloat(b.d);
     for (int r = 0; r < R; ++r) {
       __m256i isum = _mm256_setzero_si256();
@@ -115,10 +126,9 @@ LS_TARGET_AVX2 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* const
         const __m256i p16 = _mm256_maddubs_epi16(q[c], LoadQ(x[r][ib].qs + 32 * c));
         isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, scv[c]));
       }
-      int32_t off = 0;
-      for (int g = 0; g < 16; ++g) off += b.scales[g] * x[r][ib].bsums[g];
-      // 32*off is folded into one lane so the whole block's sum goes through the one float multiply.
-      isum = _mm256_sub_epi32(isum, _mm256_setr_epi32(32 * off, 0, 0, 0, 0, 0, 0, 0));
+      // The -32 offset: 32 * sum_g sc_g * bsums_g, in the same 8 lanes.
+      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][ib].bsums));
+      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(sc16, bsums), 5));
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[r][ib].d * dw), _mm256_cvtepi32_ps(isum), acc[r]);
     }
   }
