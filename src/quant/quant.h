@@ -13,6 +13,9 @@
 
 namespace lazyslot::quant {
 
+// Alignment: rows of block formats may start at any byte (their blocks are packed, 18/34/144... bytes);
+// F32 rows must be 4-byte and F16/BF16 rows 2-byte aligned, as in any GGUF file and any float buffer.
+
 // True for the types this engine can compute with (dequantize + dot).
 bool IsSupported(TensorType type);
 // True for the types QuantizeRow can produce.

@@ -15,6 +15,7 @@ inline int Clamp(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v)
 
 // Q4_K and Q5_K share their layout up to the high bits: x = d*sc_j*q - dmin*m_j per 32-value sub-block j.
 // Fills d, dmin, scales[12] and q[256] (0..nmax).
+// d_out/dmin_out are plain locals of the caller: block fields are packed and may sit at odd addresses.
 void QuantizeKMinMax(const float* x, int nmax, uint16_t* d_out, uint16_t* dmin_out, uint8_t* scales,
                      uint8_t* q) {
   float scale[8], min[8], top[8];
@@ -115,7 +116,10 @@ void QuantizeQ4_K(const float* src, void* dst, int64_t n) {
   BlockQ4_K* b = static_cast<BlockQ4_K*>(dst);
   uint8_t q[kQK_K];
   for (int64_t ib = 0; ib < n / kQK_K; ++ib) {
-    QuantizeKMinMax(src + ib * kQK_K, 15, &b[ib].d, &b[ib].dmin, b[ib].scales, q);
+    uint16_t d, dmin;
+    QuantizeKMinMax(src + ib * kQK_K, 15, &d, &dmin, b[ib].scales, q);
+    b[ib].d = d;
+    b[ib].dmin = dmin;
     for (int i = 0; i < 4; ++i) {  // sub-blocks 2i (low nibble) and 2i+1 (high nibble) share 32 bytes
       for (int l = 0; l < 32; ++l) {
         b[ib].qs[32 * i + l] = static_cast<uint8_t>(q[64 * i + l] | q[64 * i + 32 + l] << 4);
@@ -128,7 +132,10 @@ void QuantizeQ5_K(const float* src, void* dst, int64_t n) {
   BlockQ5_K* b = static_cast<BlockQ5_K*>(dst);
   uint8_t q[kQK_K];
   for (int64_t ib = 0; ib < n / kQK_K; ++ib) {
-    QuantizeKMinMax(src + ib * kQK_K, 31, &b[ib].d, &b[ib].dmin, b[ib].scales, q);
+    uint16_t d, dmin;
+    QuantizeKMinMax(src + ib * kQK_K, 31, &d, &dmin, b[ib].scales, q);
+    b[ib].d = d;
+    b[ib].dmin = dmin;
     std::memset(b[ib].qh, 0, sizeof(b[ib].qh));
     for (int i = 0; i < 4; ++i) {
       for (int l = 0; l < 32; ++l) {

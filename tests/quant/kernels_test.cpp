@@ -36,6 +36,10 @@ class Misaligned {
   size_t offset_;
 };
 
+// A misalignment of `k` units that keeps the row legal: any byte for block formats, whole elements for the
+// plain F32/F16/BF16 rows (quant.h).
+size_t Offset(TensorType t, size_t k) { return BlockSize(t) == 1 ? k * Traits(t).block_bytes : k; }
+
 std::vector<int64_t> SizesFor(TensorType t) {
   const int64_t bs = std::max(BlockSize(t), BlockSize(VecDotType(t)));
   if (bs == 1) return {1, 3, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65, 100, 255, 256, 1000, 4099};
@@ -76,7 +80,7 @@ TEST(Kernels, QuantizeAndDequantizeBitIdentical) {
           Misaligned src(x.data() + 1, n * sizeof(float), off * 4 + 4);  // floats at odd addresses
           const size_t bytes = RowBytes(t, n);
           std::vector<uint8_t> want(bytes);
-          Misaligned got(want.data(), bytes, off);
+          Misaligned got(want.data(), bytes, Offset(t, off));
           ScalarKernels().quantize[f](reinterpret_cast<const float*>(src.data()), want.data(), n);
           s.quantize[f](reinterpret_cast<const float*>(src.data()), got.data(), n);
           ASSERT_EQ(std::memcmp(want.data(), got.data(), bytes), 0) << s.name << " quantize " << TypeName(t)
@@ -125,7 +129,7 @@ TEST(Kernels, DotsMatchScalarAndTilesMatchDots) {
       const int fa = FormatIndex(at);
       for (int64_t n : SizesFor(t)) {
         const size_t wbytes = RowBytes(t, n), xbytes = RowBytes(at, n);
-        // 3 weight rows x 6 activation rows, rows packed back to back and misaligned by 1 byte.
+        // 3 weight rows x 6 activation rows, rows packed back to back and misaligned (Offset).
         constexpr int kW = 3, kX = 6;
         std::vector<uint8_t> w(kW * wbytes), x(kX * xbytes);
         std::vector<std::vector<float>> dwr(kW, std::vector<float>(n)), dxr(kX, std::vector<float>(n));
@@ -139,7 +143,7 @@ TEST(Kernels, DotsMatchScalarAndTilesMatchDots) {
           ScalarKernels().quantize[fa](v.data(), x.data() + i * xbytes, n);
           ScalarKernels().dequantize[fa](x.data() + i * xbytes, dxr[i].data(), n);
         }
-        Misaligned wm(w.data(), w.size(), 1), xm(x.data(), x.size(), 3);
+        Misaligned wm(w.data(), w.size(), Offset(t, 1)), xm(x.data(), x.size(), Offset(at, 3));
         float single[kX][kW];
         for (int i = 0; i < kX; ++i) {
           for (int r = 0; r < kW; ++r) {
