@@ -1,0 +1,246 @@
+// `lazyslot serve`: llama-server's flags -> ServerOptions; with no -m, generates a random-weight demo model
+// with this executable's `synth` subcommand. Runs the HTTP server until SIGINT/SIGTERM.
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/log.h"
+#include "server/http_server.h"
+
+namespace lazyslot::cli {
+namespace {
+
+struct ServeFlags {
+  server::ServerOptions opts;
+  std::string pooling = "";
+  std::string chat_template;
+  std::string chat_template_file;
+  bool jinja = false;    // accepted for llama-server compatibility: templates are always Jinja here
+  bool metrics = false;  // accepted for compatibility: /metrics is always on
+};
+
+// Where the demo model lives: $XDG_CACHE_HOME/lazyslot, ~/.cache/lazyslot, else ./models.
+std::string DemoModelPath() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    return (std::filesystem::path(xdg) / "lazyslot" / "demo.gguf").string();
+  }
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    return (std::filesystem::path(home) / ".cache" / "lazyslot" / "demo.gguf").string();
+  }
+  return "models/demo.gguf";
+}
+
+// Runs `<this executable> synth -o <tmp>` and renames the result into place, so a half-written file is
+// never reused. Reuses an existing file.
+Status EnsureDemoModel(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    LS_LOG_INFO("no -m given: serving the demo model %s (random weights: its text is noise)", path.c_str());
+    return Status::Ok();
+  }
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (ec) return IoError("cannot create the directory for " + path + ": " + ec.message());
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  LS_LOG_INFO("no -m given: generating a demo model with random weights at %s (its text will be noise; "
+              "pass -m model.gguf to serve a real model)", path.c_str());
+  const pid_t pid = fork();
+  if (pid < 0) return IoError(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    execl("/proc/self/exe", "lazyslot", "synth", "-o", tmp.c_str(), static_cast<char*>(nullptr));
+    std::fprintf(stderr, "lazyslot serve: cannot run synth: %s\n", std::strerror(errno));
+    _exit(127);
+  }
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    std::filesystem::remove(tmp, ec);
+    return Internal("`lazyslot synth -o " + tmp + "` failed (exit status " + std::to_string(WEXITSTATUS(wstatus)) +
+                    ")");
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return IoError("cannot move " + tmp + " to " + path + ": " + ec.message());
+  return Status::Ok();
+}
+
+// llama-server spells some options with several letters after one dash (-np, -ngl), which CLI11 2.1 cannot
+// declare; they arrive as extras and are read here. Returns a usage error for anything else left over.
+Status ReadLlamaStyleExtras(const std::vector<std::string>& extras, ServeFlags* f) {
+  for (size_t i = 0; i < extras.size(); ++i) {
+    const std::string& a = extras[i];
+    auto value = [&](std::string* out) -> Status {
+      if (i + 1 >= extras.size()) return InvalidArgument(a + " needs a value");
+      *out = extras[++i];
+      return Status::Ok();
+    };
+    std::string v;
+    if (a == "-np") {
+      LS_RETURN_IF_ERROR(value(&v));
+      try {
+        size_t used = 0;
+        f->opts.engine.n_parallel = std::stoi(v, &used);
+        if (used != v.size()) throw std::invalid_argument(v);
+      } catch (const std::exception&) {
+        return InvalidArgument("-np: expected an integer, got '" + v + "'");
+      }
+    } else if (a == "-ngl") {
+      LS_RETURN_IF_ERROR(value(&v));
+      LS_LOG_WARN("-ngl %s ignored: lazyslot runs on the CPU", v.c_str());
+    } else {
+      return InvalidArgument("unknown option or argument '" + a + "' (see lazyslot serve --help)");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return IoError("cannot read " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
+  LS_RETURN_IF_ERROR(ReadLlamaStyleExtras(extras, f));
+  server::ServerOptions& o = f->opts;
+  if (!f->pooling.empty()) {
+    PoolingType p;
+    if (!ParsePooling(f->pooling, &p) || p == PoolingType::kRank) {
+      return InvalidArgument("--pooling must be none, mean, cls or last, got '" + f->pooling + "'");
+    }
+    o.engine.pooling = p;
+    o.pooling_none = p == PoolingType::kNone;
+  }
+  if (!f->chat_template_file.empty()) {
+    LS_ASSIGN_OR_RETURN(o.chat_template, ReadFile(f->chat_template_file));
+    o.chat_template_label = std::filesystem::path(f->chat_template_file).filename().string();
+  } else if (!f->chat_template.empty()) {
+    // A built-in name, a file that exists, or the Jinja source itself.
+    std::error_code ec;
+    if (f->chat_template.find("{") == std::string::npos && std::filesystem::is_regular_file(f->chat_template, ec)) {
+      LS_ASSIGN_OR_RETURN(o.chat_template, ReadFile(f->chat_template));
+      o.chat_template_label = std::filesystem::path(f->chat_template).filename().string();
+    } else {
+      o.chat_template = f->chat_template;
+    }
+  }
+  if (o.engine.model_path.empty()) {
+    o.engine.model_path = DemoModelPath();
+    LS_RETURN_IF_ERROR(EnsureDemoModel(o.engine.model_path));
+    if (o.model_alias.empty()) o.model_alias = "demo";
+  }
+  return Status::Ok();
+}
+
+// Blocks SIGINT/SIGTERM in every thread (set before any thread starts) and waits for them in one thread,
+// which stops the server; the handler then runs outside signal context.
+class SignalWatcher {
+ public:
+  explicit SignalWatcher(server::HttpServer* srv) {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    thread_ = std::thread([this, srv] {
+      while (!done_.load()) {
+        timespec ts{0, 200 * 1000 * 1000};
+        const int sig = sigtimedwait(&set_, nullptr, &ts);
+        if (sig == SIGINT || sig == SIGTERM) {
+          LS_LOG_INFO("signal %d: stopping", sig);
+          srv->Stop();
+          return;
+        }
+      }
+    });
+  }
+  ~SignalWatcher() {
+    done_.store(true);
+    thread_.join();
+    pthread_sigmask(SIG_UNBLOCK, &set_, nullptr);
+  }
+
+ private:
+  sigset_t set_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+void AddServeCommand(CLI::App& root, int* exit_code) {
+  auto f = std::make_shared<ServeFlags>();
+  server::ServerOptions& o = f->opts;
+  CLI::App* sub = root.add_subcommand(
+      "serve", "Serve a GGUF model over an OpenAI-compatible HTTP API (llama-server's routes and flags)");
+  sub->allow_extras();  // for -np / -ngl, see ReadLlamaStyleExtras
+  sub->add_option("-m,--model", o.engine.model_path,
+                  "GGUF model to serve; without it a random-weight demo model is generated (text is noise)");
+  sub->add_option("-a,--alias", o.model_alias, "Model id reported by /v1/models and in responses")
+      ->capture_default_str();
+  sub->add_option("-c,--ctx-size", o.engine.n_ctx, "Total KV cells; each of the --parallel slots gets ctx/N")
+      ->capture_default_str();
+  sub->add_option("--parallel", o.engine.n_parallel, "Slots, i.e. requests served at once (also -np N)")
+      ->capture_default_str();
+  sub->add_option("-t,--threads", o.engine.n_threads, "Compute threads (0: physical cores)")->capture_default_str();
+  sub->add_option("-b,--batch-size", o.engine.n_batch, "Most tokens per forward pass; longer prompts go in chunks")
+      ->capture_default_str();
+  sub->add_option("--host", o.host, "Address to listen on")->capture_default_str();
+  sub->add_option("--port", o.port, "Port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
+  sub->add_option("--api-key", o.api_key,
+                  "Require 'Authorization: Bearer KEY' on every route but /health (env LAZYSLOT_API_KEY)")
+      ->envname("LAZYSLOT_API_KEY");
+  sub->add_flag("--embeddings,--embedding", o.engine.embeddings, "Serve /v1/embeddings");
+  sub->add_option("--pooling", f->pooling,
+                  "Embedding pooling: none, mean, cls or last (default: the model's, else mean)")
+      ->check(CLI::IsMember({"none", "mean", "cls", "last"}));
+  sub->add_option("--chat-template", f->chat_template,
+                  "Chat template: chatml, llama2, llama3, a Jinja file, or Jinja source (default: the model's)");
+  sub->add_option("--chat-template-file", f->chat_template_file, "Chat template from a Jinja file");
+  sub->add_option("--max-queue", o.engine.max_queue, "Requests that may wait for a slot; more get 503")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  sub->add_flag("--kv-eager", o.engine.kv_eager, "Commit the whole KV cache at start (default: lazily)");
+  sub->add_option("--http-threads", o.http_threads, "HTTP worker threads (0: parallel + max-queue + 16)")
+      ->capture_default_str();
+  sub->add_flag("--jinja", f->jinja, "Accepted for llama-server compatibility (templates are always Jinja)");
+  sub->add_flag("--metrics", f->metrics, "Accepted for llama-server compatibility (/metrics is always on)");
+  sub->footer(
+      "llama-server spellings also accepted: -np N (= --parallel N), -ngl N (ignored: CPU only).\n"
+      "Routes: POST /v1/chat/completions /v1/completions /completion /v1/embeddings /tokenize /detokenize;\n"
+      "GET /health /v1/models /props /slots /metrics.");
+  sub->callback([f, sub, exit_code] {
+    Status s = PrepareOptions(f.get(), sub->remaining());
+    if (!s.ok()) {
+      std::fprintf(stderr, "lazyslot serve: error: %s\n", s.message().c_str());
+      *exit_code = s.code() == Code::kInvalidArgument ? 2 : 1;
+      return;
+    }
+    server::HttpServer srv(f->opts);
+    {
+      SignalWatcher watcher(&srv);
+      s = srv.Run();
+    }
+    if (!s.ok()) {
+      std::fprintf(stderr, "lazyslot serve: error: %s\n", s.message().c_str());
+      *exit_code = 1;
+      return;
+    }
+    *exit_code = 0;
+  });
+}
+
+}  // namespace lazyslot::cli

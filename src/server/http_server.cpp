@@ -1,0 +1,210 @@
+// HttpServer: binds the port, answers /health with 503 while the engine loads, then serves every route.
+// Cross-cutting hooks live here: API-key check, loading gate, OpenAI-style 404/500 bodies, response counts.
+#include "server/http_server.h"
+
+#include <csignal>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "core/log.h"
+#include "server/errors.h"
+#include "server/server_state.h"
+
+namespace lazyslot::server {
+namespace {
+
+// Compares in time that depends only on the lengths, so a wrong key leaks nothing about the right one.
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  const size_t n = std::max(a.size(), b.size());
+  unsigned diff = a.size() == b.size() ? 0u : 1u;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned>(x ^ y);
+  }
+  return diff == 0;
+}
+
+// The key from `Authorization: Bearer <key>` (OpenAI clients) or `X-Api-Key: <key>`.
+std::string PresentedKey(const httplib::Request& req) {
+  const std::string auth = req.get_header_value("Authorization");
+  const std::string bearer = "Bearer ";
+  if (auth.size() > bearer.size() && auth.compare(0, bearer.size(), bearer) == 0) return auth.substr(bearer.size());
+  return req.get_header_value("X-Api-Key");
+}
+
+bool IsPublic(const std::string& path) { return path == "/health" || path == "/v1/health"; }
+
+Status LoadChatTemplate(ServerState& st) {
+  const ServerOptions& o = st.opts;
+  if (o.chat_template.empty()) {
+    Result<std::string> src = st.engine->model().file().GetString("tokenizer.chat_template");
+    std::string name;
+    st.chat_template = ChatTemplate::ForModel(src.ok() ? *src : "", &name);
+    if (!src.ok()) {
+      LS_LOG_INFO("chat template: the model has none; using the built-in '%s'", name.c_str());
+    } else if (name == "model") {
+      LS_LOG_INFO("chat template: the model's own (tokenizer.chat_template, %zu bytes)", src->size());
+    } else {
+      LS_LOG_WARN("chat template: the model's template cannot be rendered here; using the built-in '%s'",
+                  name.c_str());
+    }
+    return Status::Ok();
+  }
+  for (const std::string& b : ChatTemplate::BuiltinNames()) {
+    if (b == o.chat_template) {
+      LS_ASSIGN_OR_RETURN(ChatTemplate t, ChatTemplate::Builtin(b));
+      st.chat_template = std::move(t);
+      LS_LOG_INFO("chat template: built-in '%s' (--chat-template)", b.c_str());
+      return Status::Ok();
+    }
+  }
+  Result<ChatTemplate> t = ChatTemplate::Parse(o.chat_template, o.chat_template_label);
+  if (!t.ok()) return InvalidArgument("--chat-template: " + t.status().message());
+  st.chat_template = std::move(*t);
+  LS_LOG_INFO("chat template: '%s' from --chat-template (%zu bytes)", o.chat_template_label.c_str(),
+              o.chat_template.size());
+  return Status::Ok();
+}
+
+void InstallHooks(ServerState& st) {
+  httplib::Server& http = st.http;
+  http.set_pre_routing_handler([&st](const httplib::Request& req, httplib::Response& res) {
+    if (IsPublic(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+    if (!st.opts.api_key.empty() && !ConstantTimeEquals(PresentedKey(req), st.opts.api_key)) {
+      SetError(res, 401, "invalid or missing API key (send 'Authorization: Bearer <key>')");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!st.ready.load()) {
+      SetError(res, 503, "Loading model");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // Called for every response with status >= 400: fill in an OpenAI body where a handler left none
+  // (unknown routes, payload too large, ...).
+  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
+                                                                 httplib::Response& res) {
+    if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404) {
+      SetError(res, 404, "no route for " + req.method + " " + req.path);
+    } else {
+      SetError(res, res.status, "HTTP error " + std::to_string(res.status));
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    SetError(res, 500, "internal error: " + what);
+  });
+  http.set_logger([&st](const httplib::Request& req, const httplib::Response& res) {
+    {
+      std::lock_guard<std::mutex> lock(st.counters_mu);
+      ++st.responses_by_status[res.status];
+    }
+    LS_LOG_DEBUG("%s %s -> %d", req.method.c_str(), req.path.c_str(), res.status);
+  });
+  http.set_payload_max_length(64u << 20);
+  // Each waiting or generating request holds a worker thread, plus a few for /health, /slots, /metrics.
+  const EngineConfig& cfg = st.opts.engine;
+  const size_t threads = st.opts.http_threads > 0
+                             ? static_cast<size_t>(st.opts.http_threads)
+                             : static_cast<size_t>(std::min(1024, cfg.n_parallel + cfg.max_queue + 16));
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+}
+
+}  // namespace
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string NewId(const std::string& prefix) {
+  static const char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::string id = prefix;
+  for (int i = 0; i < 24; ++i) id += kChars[rng() % (sizeof(kChars) - 1)];
+  return id;
+}
+
+HttpServer::HttpServer(ServerOptions options) : state_(std::make_unique<State>()) {
+  state_->opts = std::move(options);
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::Stop() {
+  state_->stopping.store(true);
+  state_->http.stop();
+}
+
+Status HttpServer::Run() {
+  ServerState& st = *state_;
+  std::signal(SIGPIPE, SIG_IGN);  // a client that vanishes must not kill the server on write
+  InstallHooks(st);
+  RegisterInfoRoutes(st);
+  RegisterCompletionRoutes(st);
+  RegisterEmbeddingRoutes(st);
+
+  if (!st.http.bind_to_port(st.opts.host, st.opts.port)) {
+    return IoError("cannot listen on " + st.opts.host + ":" + std::to_string(st.opts.port) +
+                   " (address in use, or not a local address?)");
+  }
+  std::atomic<bool> listener_done{false};
+  std::thread listener([&] {
+    st.http.listen_after_bind();
+    listener_done.store(true);
+  });
+  LS_LOG_INFO("listening on http://%s:%d (loading %s ...)", st.opts.host.c_str(), st.opts.port,
+              st.opts.engine.model_path.c_str());
+  auto shutdown = [&] {
+    st.stopping.store(true);
+    // stop() only acts once the listener runs; repeat until the listener thread has returned.
+    while (!listener_done.load()) {
+      st.http.stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    listener.join();
+  };
+
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(st.opts.engine);
+  if (!engine.ok()) {
+    shutdown();
+    return engine.status();
+  }
+  st.engine = std::move(*engine);
+  const Tokenizer& tok = st.engine->tokenizer();
+  st.bos_text = tok.bos() >= 0 ? tok.TokenText(tok.bos()) : "";
+  st.eos_text = tok.eos() >= 0 ? tok.TokenText(tok.eos()) : "";
+  if (Status s = LoadChatTemplate(st); !s.ok()) {
+    shutdown();
+    st.engine.reset();
+    return s;
+  }
+  st.model_id = st.opts.model_alias.empty()
+                    ? std::filesystem::path(st.opts.engine.model_path).filename().string()
+                    : st.opts.model_alias;
+  const EngineConfig& cfg = st.engine->config();
+  LS_LOG_INFO("model '%s' ready: %d slot(s) of %d tokens, batch %d, queue %d%s%s", st.model_id.c_str(),
+              cfg.n_parallel, st.engine->n_ctx_slot(), cfg.n_batch, cfg.max_queue,
+              cfg.embeddings ? ", embeddings on" : "", st.opts.api_key.empty() ? "" : ", API key required");
+  st.ready.store(true);
+
+  while (!st.stopping.load() && !listener_done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const bool unexpected = !st.stopping.load();
+  shutdown();  // joins the HTTP workers (they cancel their requests on `stopping`) before the engine goes
+  st.engine.reset();
+  if (unexpected) return IoError("the HTTP listener stopped unexpectedly");
+  LS_LOG_INFO("server stopped");
+  return Status::Ok();
+}
+
+}  // namespace lazyslot::server

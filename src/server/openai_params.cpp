@@ -1,0 +1,312 @@
+// Validation of OpenAI-style request fields (see openai_params.h). Never throws: every nlohmann access is
+// guarded by a type check first, and parse errors are caught here at the library boundary.
+#include "server/openai_params.h"
+
+#include <cmath>
+#include <limits>
+
+namespace lazyslot::server {
+namespace {
+
+Status FieldError(const std::string& field, const std::string& why) { return InvalidArgument(field + ": " + why); }
+
+bool Present(const Json& body, const std::string& field) {
+  auto it = body.find(field);
+  return it != body.end() && !it->is_null();
+}
+
+// A number with an integer value (1 and 1.0 both qualify), within [lo, hi].
+Result<int64_t> IntegerValue(const Json& v, const std::string& field, int64_t lo, int64_t hi) {
+  int64_t out = 0;
+  if (v.is_number_integer()) {
+    if (v.is_number_unsigned()) {
+      const uint64_t u = v.get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        return FieldError(field, "must be at most " + std::to_string(hi));
+      }
+      out = static_cast<int64_t>(u);
+    } else {
+      out = v.get<int64_t>();
+    }
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9e18) {
+      return FieldError(field, "expected an integer, got " + v.dump());
+    }
+    out = static_cast<int64_t>(d);
+  } else {
+    return FieldError(field, "expected an integer, got " + TypeName(v));
+  }
+  if (out < lo || out > hi) {
+    return FieldError(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
+                                 std::to_string(out));
+  }
+  return out;
+}
+
+// A finite number within [lo, hi] (absent/null: unchanged).
+Status ReadFloat(const Json& body, const std::string& field, double lo, double hi, float* out) {
+  if (!Present(body, field)) return Status::Ok();
+  const Json& v = body.at(field);
+  if (!v.is_number()) return FieldError(field, "expected a number, got " + TypeName(v));
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < lo || d > hi) {
+    return FieldError(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
+                                 v.dump());
+  }
+  *out = static_cast<float>(d);
+  return Status::Ok();
+}
+
+Status ReadInt(const Json& body, const std::string& field, int64_t lo, int64_t hi, int32_t* out) {
+  if (!Present(body, field)) return Status::Ok();
+  LS_ASSIGN_OR_RETURN(int64_t v, IntegerValue(body.at(field), field, lo, hi));
+  *out = static_cast<int32_t>(v);
+  return Status::Ok();
+}
+
+// max_tokens-like fields: -1 (no limit) or a positive count.
+Status ReadPredict(const Json& body, const std::string& field, int32_t* out) {
+  if (!Present(body, field)) return Status::Ok();
+  LS_ASSIGN_OR_RETURN(int64_t v, IntegerValue(body.at(field), field, -1, std::numeric_limits<int32_t>::max()));
+  if (v == 0) return FieldError(field, "must be at least 1 (or -1 for no limit), got 0");
+  *out = static_cast<int32_t>(v);
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string TypeName(const Json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "boolean";
+  if (v.is_number_integer()) return "integer";
+  if (v.is_number()) return "number";
+  if (v.is_string()) return "string";
+  if (v.is_array()) return "array";
+  if (v.is_object()) return "object";
+  return "unknown";
+}
+
+Result<Json> ParseJsonObject(const std::string& body) {
+  if (body.empty()) return InvalidArgument("the request body is empty; expected a JSON object");
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string("the request body is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) return InvalidArgument("the request body must be a JSON object, got " + TypeName(j));
+  return j;
+}
+
+Result<bool> GetBool(const Json& body, const std::string& field, bool def) {
+  if (!Present(body, field)) return def;
+  const Json& v = body.at(field);
+  if (!v.is_boolean()) return FieldError(field, "expected a boolean, got " + TypeName(v));
+  return v.get<bool>();
+}
+
+Result<std::string> GetString(const Json& body, const std::string& field, const std::string& def) {
+  if (!Present(body, field)) return def;
+  const Json& v = body.at(field);
+  if (!v.is_string()) return FieldError(field, "expected a string, got " + TypeName(v));
+  return v.get<std::string>();
+}
+
+Result<GenerationParams> ParseGenerationParams(const Json& body) {
+  GenerationParams p;
+  SamplingParams& s = p.sampling;
+  LS_RETURN_IF_ERROR(ReadFloat(body, "temperature", 0.0, 1e6, &s.temperature));
+  LS_RETURN_IF_ERROR(ReadFloat(body, "top_p", 0.0, 1.0, &s.top_p));
+  LS_RETURN_IF_ERROR(ReadFloat(body, "min_p", 0.0, 1.0, &s.min_p));
+  LS_RETURN_IF_ERROR(ReadInt(body, "top_k", -1, std::numeric_limits<int32_t>::max(), &s.top_k));
+  LS_RETURN_IF_ERROR(ReadFloat(body, "repeat_penalty", 0.0, 1e6, &s.repeat_penalty));
+  if (Present(body, "repeat_penalty") && s.repeat_penalty <= 0.0f) {
+    return FieldError("repeat_penalty", "must be greater than 0 (1 disables it)");
+  }
+  LS_RETURN_IF_ERROR(ReadFloat(body, "frequency_penalty", -2.0, 2.0, &s.frequency_penalty));
+  LS_RETURN_IF_ERROR(ReadFloat(body, "presence_penalty", -2.0, 2.0, &s.presence_penalty));
+  LS_RETURN_IF_ERROR(ReadInt(body, "repeat_last_n", -1, std::numeric_limits<int32_t>::max(), &p.repeat_last_n));
+  if (Present(body, "seed")) {
+    LS_ASSIGN_OR_RETURN(int64_t seed, IntegerValue(body.at("seed"), "seed", std::numeric_limits<int64_t>::min(),
+                                                    std::numeric_limits<int64_t>::max()));
+    if (seed != -1) {
+      s.seed = static_cast<uint64_t>(seed);
+      p.seed_given = true;
+    }
+  }
+  // Precedence as OpenAI documents it: max_completion_tokens replaces max_tokens; n_predict is llama-server's.
+  LS_RETURN_IF_ERROR(ReadPredict(body, "n_predict", &p.n_predict));
+  LS_RETURN_IF_ERROR(ReadPredict(body, "max_tokens", &p.n_predict));
+  LS_RETURN_IF_ERROR(ReadPredict(body, "max_completion_tokens", &p.n_predict));
+
+  if (Present(body, "stop")) {
+    const Json& v = body.at("stop");
+    if (v.is_string()) {
+      if (!v.get<std::string>().empty()) p.stop.push_back(v.get<std::string>());
+    } else if (v.is_array()) {
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_string()) {
+          return FieldError("stop[" + std::to_string(i) + "]", "expected a string, got " + TypeName(v[i]));
+        }
+        if (!v[i].get<std::string>().empty()) p.stop.push_back(v[i].get<std::string>());
+      }
+    } else {
+      return FieldError("stop", "expected a string or a list of strings, got " + TypeName(v));
+    }
+  }
+  LS_ASSIGN_OR_RETURN(p.ignore_eos, GetBool(body, "ignore_eos", false));
+  LS_ASSIGN_OR_RETURN(p.stream, GetBool(body, "stream", false));
+  if (Present(body, "stream_options")) {
+    const Json& so = body.at("stream_options");
+    if (!so.is_object()) return FieldError("stream_options", "expected an object, got " + TypeName(so));
+    auto it = so.find("include_usage");
+    if (it != so.end() && !it->is_null()) {
+      if (!it->is_boolean()) {
+        return FieldError("stream_options.include_usage", "expected a boolean, got " + TypeName(*it));
+      }
+      p.include_usage = it->get<bool>();
+    }
+  }
+  if (Present(body, "n")) {
+    LS_ASSIGN_OR_RETURN(int64_t n, IntegerValue(body.at("n"), "n", 1, 1000));
+    if (n != 1) return FieldError("n", "only one choice per request is supported, got " + std::to_string(n));
+  }
+  // Features this server does not implement are refused rather than silently ignored.
+  if (Present(body, "logprobs")) {
+    const Json& v = body.at("logprobs");
+    const bool off = (v.is_boolean() && !v.get<bool>()) || (v.is_number_integer() && v.get<int64_t>() == 0);
+    if (!off) return FieldError("logprobs", "log-probabilities are not supported by this server");
+  }
+  if (Present(body, "top_logprobs")) {
+    const Json& v = body.at("top_logprobs");
+    if (!(v.is_number_integer() && v.get<int64_t>() == 0)) {
+      return FieldError("top_logprobs", "log-probabilities are not supported by this server");
+    }
+  }
+  if (Present(body, "response_format")) {
+    const Json& v = body.at("response_format");
+    if (!v.is_object()) return FieldError("response_format", "expected an object, got " + TypeName(v));
+    auto it = v.find("type");
+    if (it != v.end() && !(it->is_string() && it->get<std::string>() == "text")) {
+      return FieldError("response_format.type", "only \"text\" is supported (no constrained JSON output)");
+    }
+  }
+  return p;
+}
+
+Result<std::vector<TokenId>> ParseTokenList(const Json& value, const std::string& field) {
+  if (!value.is_array()) return FieldError(field, "expected a list of token ids, got " + TypeName(value));
+  std::vector<TokenId> out;
+  out.reserve(value.size());
+  for (size_t i = 0; i < value.size(); ++i) {
+    LS_ASSIGN_OR_RETURN(int64_t id, IntegerValue(value[i], field + "[" + std::to_string(i) + "]", 0,
+                                                 std::numeric_limits<int32_t>::max()));
+    out.push_back(static_cast<TokenId>(id));
+  }
+  return out;
+}
+
+Result<std::vector<PromptInput>> ParsePromptList(const Json& value, const std::string& field) {
+  std::vector<PromptInput> out;
+  if (value.is_string()) {
+    out.push_back(PromptInput{false, value.get<std::string>(), {}});
+    return out;
+  }
+  if (!value.is_array()) {
+    return FieldError(field, "expected a string, a list of strings, a list of token ids or a list of token-id "
+                             "lists, got " + TypeName(value));
+  }
+  if (value.empty()) return FieldError(field, "must not be an empty list");
+  if (value[0].is_number()) {  // one prompt given as token ids
+    LS_ASSIGN_OR_RETURN(std::vector<TokenId> ids, ParseTokenList(value, field));
+    out.push_back(PromptInput{true, "", std::move(ids)});
+    return out;
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string name = field + "[" + std::to_string(i) + "]";
+    if (value[i].is_string()) {
+      out.push_back(PromptInput{false, value[i].get<std::string>(), {}});
+    } else if (value[i].is_array()) {
+      LS_ASSIGN_OR_RETURN(std::vector<TokenId> ids, ParseTokenList(value[i], name));
+      out.push_back(PromptInput{true, "", std::move(ids)});
+    } else {
+      return FieldError(name, "expected a string or a list of token ids, got " + TypeName(value[i]));
+    }
+  }
+  return out;
+}
+
+Result<Json> ParseChatMessages(const Json& body) {
+  auto it = body.find("messages");
+  if (it == body.end() || it->is_null()) return FieldError("messages", "is required");
+  if (!it->is_array()) return FieldError("messages", "expected a list of messages, got " + TypeName(*it));
+  if (it->empty()) return FieldError("messages", "must contain at least one message");
+  Json out = Json::array();
+  for (size_t i = 0; i < it->size(); ++i) {
+    const std::string name = "messages[" + std::to_string(i) + "]";
+    const Json& m = (*it)[i];
+    if (!m.is_object()) return FieldError(name, "expected an object, got " + TypeName(m));
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) {
+      return FieldError(name + ".role", role == m.end() ? "is required" : "expected a string, got " + TypeName(*role));
+    }
+    Json msg = m;
+    auto content = m.find("content");
+    if (content != m.end() && content->is_array()) {
+      // Text parts are joined (newline-separated) so templates that expect a string still render.
+      std::string text;
+      for (size_t k = 0; k < content->size(); ++k) {
+        const std::string part_name = name + ".content[" + std::to_string(k) + "]";
+        const Json& part = (*content)[k];
+        if (part.is_string()) {
+          if (!text.empty()) text += "\n";
+          text += part.get<std::string>();
+          continue;
+        }
+        if (!part.is_object()) return FieldError(part_name, "expected an object, got " + TypeName(part));
+        auto type = part.find("type");
+        if (type == part.end() || !type->is_string()) return FieldError(part_name + ".type", "is required");
+        if (type->get<std::string>() != "text") {
+          return FieldError(part_name + ".type",
+                            "'" + type->get<std::string>() + "' is not supported (this server reads text only)");
+        }
+        auto t = part.find("text");
+        if (t == part.end() || !t->is_string()) return FieldError(part_name + ".text", "expected a string");
+        if (!text.empty()) text += "\n";
+        text += t->get<std::string>();
+      }
+      msg["content"] = text;
+    } else if (content != m.end() && !content->is_string() && !content->is_null()) {
+      return FieldError(name + ".content", "expected a string, a list of parts or null, got " + TypeName(*content));
+    }
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+std::string Base64Encode(const void* data, size_t n) {
+  static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::string out;
+  out.reserve((n + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 3 <= n; i += 3) {
+    const uint32_t v = (uint32_t{p[i]} << 16) | (uint32_t{p[i + 1]} << 8) | p[i + 2];
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (i < n) {
+    uint32_t v = uint32_t{p[i]} << 16;
+    if (i + 1 < n) v |= uint32_t{p[i + 1]} << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += (i + 1 < n) ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+}  // namespace lazyslot::server

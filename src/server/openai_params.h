@@ -1,0 +1,63 @@
+// Request JSON -> validated parameters for the OpenAI-style routes. Every error is kInvalidArgument with a
+// message that starts with the offending field ("temperature: expected a number, got string").
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lazyslot::server {
+
+using Json = nlohmann::ordered_json;  // keeps the request's key order (templates print tool schemas in it)
+
+// The body must be a JSON object; errors say where parsing stopped.
+Result<Json> ParseJsonObject(const std::string& body);
+
+struct GenerationParams {
+  SamplingParams sampling;
+  bool seed_given = false;       // absent or -1: the route draws a random seed, as llama-server does
+  int32_t repeat_last_n = 64;    // -1: the whole slot context
+  int32_t n_predict = -1;        // max_completion_tokens | max_tokens | n_predict; -1: no limit
+  std::vector<std::string> stop;  // empty strings dropped
+  bool ignore_eos = false;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+// Reads the generation fields shared by /v1/chat/completions, /v1/completions and /completion.
+Result<GenerationParams> ParseGenerationParams(const Json& body);
+
+// One prompt: text to tokenize, or token ids given by the client.
+struct PromptInput {
+  bool is_tokens = false;
+  std::string text;
+  std::vector<TokenId> tokens;
+};
+
+// `value` is a string, a list of token ids, a list of strings or a list of token-id lists (OpenAI's
+// `prompt` and `input`). Returns one PromptInput per prompt; `field` names the value in errors.
+Result<std::vector<PromptInput>> ParsePromptList(const Json& value, const std::string& field);
+
+// A list of token ids (each an integer in int32 range).
+Result<std::vector<TokenId>> ParseTokenList(const Json& value, const std::string& field);
+
+// Validates chat `messages` (a non-empty list of objects with a string `role`; `content` a string, null or
+// a list of text parts) and returns them with text parts joined into one string per message.
+Result<Json> ParseChatMessages(const Json& body);
+
+// Optional typed fields: absent or null -> `def`; present with the wrong type -> error naming the field.
+Result<bool> GetBool(const Json& body, const std::string& field, bool def);
+Result<std::string> GetString(const Json& body, const std::string& field, const std::string& def);
+
+// Standard base64 (RFC 4648, with padding).
+std::string Base64Encode(const void* data, size_t n);
+
+// JSON type name for messages ("string", "number", "object", ...).
+std::string TypeName(const Json& v);
+
+}  // namespace lazyslot::server

@@ -1,0 +1,399 @@
+// POST /v1/chat/completions, /v1/completions and llama-server's /completion: request -> prompt tokens ->
+// Engine::Submit -> events -> one JSON response, or SSE chunks (`data: {...}\n\n`, then `data: [DONE]`).
+// A client that goes away cancels its requests, so its slot frees at once.
+#include <chrono>
+#include <random>
+
+#include "core/log.h"
+#include "server/connection.h"
+#include "server/errors.h"
+#include "server/openai_params.h"
+#include "server/server_state.h"
+
+namespace lazyslot::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+enum class Api { kChat, kCompletion, kLlama };
+
+struct Choice {
+  std::shared_ptr<RequestStream> stream;
+  std::string text;  // non-streamed: accumulated content
+  bool done = false;
+  Event final;  // the kDone event
+};
+
+// One HTTP request's generations (several when `prompt` is a list) and what is needed to answer it.
+struct Generation {
+  ServerState* st = nullptr;
+  Api api = Api::kChat;
+  std::string id;
+  int64_t created = 0;
+  GenerationParams params;
+  std::vector<Choice> choices;
+  int fd = -1;  // the client's socket, for noticing a disconnect (-1: unknown)
+  Clock::time_point last_check = Clock::now();
+  bool cancelled = false;
+
+  void CancelAll() {
+    for (Choice& c : choices) {
+      if (!c.done) c.stream->Cancel();
+    }
+    cancelled = true;
+  }
+  size_t n_left() const {
+    size_t n = 0;
+    for (const Choice& c : choices) n += c.done ? 0 : 1;
+    return n;
+  }
+};
+
+enum class Wait { kEvent, kGone };
+
+// Next event from any unfinished choice. Checks the client's socket when idle and at least every 100 ms;
+// on a disconnect or server stop, cancels every choice and returns kGone.
+Wait NextEvent(Generation& g, size_t* index, Event* ev) {
+  for (;;) {
+    for (size_t i = 0; i < g.choices.size(); ++i) {
+      if (!g.choices[i].done && g.choices[i].stream->Pop(ev, std::chrono::milliseconds(0))) {
+        *index = i;
+        if (Clock::now() - g.last_check < std::chrono::milliseconds(100)) return Wait::kEvent;
+        g.last_check = Clock::now();
+        if (!PeerClosed(g.fd) && !g.st->stopping.load()) return Wait::kEvent;
+        g.CancelAll();
+        return Wait::kGone;
+      }
+    }
+    g.last_check = Clock::now();
+    if (g.st->stopping.load() || PeerClosed(g.fd)) {
+      if (!g.st->stopping.load()) g.st->streams_disconnected.fetch_add(1);
+      g.CancelAll();
+      return Wait::kGone;
+    }
+    // Block on one stream; with several, poll briefly so the others are not starved.
+    for (size_t i = 0; i < g.choices.size(); ++i) {
+      if (g.choices[i].done) continue;
+      const auto timeout = std::chrono::milliseconds(g.n_left() == 1 ? 50 : 5);
+      if (g.choices[i].stream->Pop(ev, timeout)) {
+        *index = i;
+        return Wait::kEvent;
+      }
+      break;
+    }
+  }
+}
+
+nlohmann::json Usage(const Generation& g) {
+  int64_t prompt = 0, completion = 0;
+  for (const Choice& c : g.choices) {
+    prompt += c.final.n_prompt;
+    completion += c.final.n_generated;
+  }
+  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+}
+
+nlohmann::json Timings(const Event& done) {
+  const double gen_s = done.generation_ms / 1000.0, prompt_s = done.prompt_ms / 1000.0;
+  return {{"prompt_n", done.n_prompt},
+          {"prompt_ms", done.prompt_ms},
+          {"prompt_per_second", prompt_s > 0 ? done.n_prompt / prompt_s : 0.0},
+          {"predicted_n", done.n_generated},
+          {"predicted_ms", done.generation_ms},
+          {"predicted_per_second", gen_s > 0 ? done.n_generated / gen_s : 0.0}};
+}
+
+// llama-server's stop_type: "eos" (end-of-generation token or stop string), "limit" (n_predict or context).
+const char* StopType(const Event& done) { return done.finish_reason == "length" ? "limit" : "eos"; }
+
+nlohmann::json ChunkBase(const Generation& g) {
+  nlohmann::json j = {{"id", g.id},
+                      {"object", g.api == Api::kChat ? "chat.completion.chunk" : "text_completion"},
+                      {"created", g.created},
+                      {"model", g.st->model_id},
+                      {"system_fingerprint", "lazyslot"}};
+  if (g.params.include_usage) j["usage"] = nullptr;  // OpenAI: null on every chunk but the last
+  return j;
+}
+
+// One SSE chunk for choice `i`: new text, or (final) its finish_reason.
+nlohmann::json StreamChunk(const Generation& g, size_t i, const std::string& text, const Event* final) {
+  if (g.api == Api::kLlama) {
+    nlohmann::json j = {{"index", i}, {"content", text}, {"stop", final != nullptr}};
+    if (final) {
+      j["model"] = g.st->model_id;
+      j["tokens_predicted"] = final->n_generated;
+      j["tokens_evaluated"] = final->n_prompt;
+      j["stop_type"] = StopType(*final);
+      j["timings"] = Timings(*final);
+    }
+    return j;
+  }
+  nlohmann::json j = ChunkBase(g);
+  nlohmann::json choice = {{"index", i}, {"logprobs", nullptr}};
+  if (g.api == Api::kChat) {
+    choice["delta"] = final ? nlohmann::json::object() : nlohmann::json{{"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  choice["finish_reason"] = final ? nlohmann::json(final->finish_reason) : nlohmann::json(nullptr);
+  j["choices"] = nlohmann::json::array({choice});
+  if (final) j["timings"] = Timings(*final);
+  return j;
+}
+
+nlohmann::json FinalResponse(const Generation& g) {
+  if (g.api == Api::kLlama) {
+    nlohmann::json all = nlohmann::json::array();
+    for (size_t i = 0; i < g.choices.size(); ++i) {
+      const Event& f = g.choices[i].final;
+      all.push_back({{"index", i},
+                     {"content", g.choices[i].text},
+                     {"model", g.st->model_id},
+                     {"stop", true},
+                     {"stop_type", StopType(f)},
+                     {"tokens_predicted", f.n_generated},
+                     {"tokens_evaluated", f.n_prompt},
+                     {"truncated", false},
+                     {"timings", Timings(f)}});
+    }
+    return all.size() == 1 ? all[0] : all;
+  }
+  nlohmann::json choices = nlohmann::json::array();
+  for (size_t i = 0; i < g.choices.size(); ++i) {
+    const Choice& c = g.choices[i];
+    nlohmann::json choice = {{"index", i}, {"logprobs", nullptr}, {"finish_reason", c.final.finish_reason}};
+    if (g.api == Api::kChat) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    } else {
+      choice["text"] = c.text;
+    }
+    choices.push_back(std::move(choice));
+  }
+  nlohmann::json j = {{"id", g.id},
+                      {"object", g.api == Api::kChat ? "chat.completion" : "text_completion"},
+                      {"created", g.created},
+                      {"model", g.st->model_id},
+                      {"system_fingerprint", "lazyslot"},
+                      {"choices", std::move(choices)},
+                      {"usage", Usage(g)}};
+  if (g.choices.size() == 1) j["timings"] = Timings(g.choices[0].final);
+  return j;
+}
+
+std::string Sse(const nlohmann::json& j) { return "data: " + Dump(j) + "\n\n"; }
+
+// Renders the chat through the template and tokenizes it (control tokens in the rendered text are parsed).
+Result<std::vector<TokenId>> ChatPrompt(const ServerState& st, const Json& body) {
+  LS_ASSIGN_OR_RETURN(Json messages, ParseChatMessages(body));
+  Json extra = Json::object();
+  extra["bos_token"] = st.bos_text;
+  extra["eos_token"] = st.eos_text;
+  auto tools = body.find("tools");
+  if (tools != body.end() && !tools->is_null()) {
+    if (!tools->is_array()) return InvalidArgument("tools: expected a list, got " + TypeName(*tools));
+    if (!tools->empty()) extra["tools"] = *tools;
+  }
+  auto kwargs = body.find("chat_template_kwargs");
+  if (kwargs != body.end() && !kwargs->is_null()) {
+    if (!kwargs->is_object()) {
+      return InvalidArgument("chat_template_kwargs: expected an object, got " + TypeName(*kwargs));
+    }
+    for (auto it = kwargs->begin(); it != kwargs->end(); ++it) extra[it.key()] = it.value();
+  }
+  Result<std::string> text = st.chat_template->Apply(messages, /*add_generation_prompt=*/true, extra);
+  if (!text.ok()) {
+    // Template failures (including the template's own raise_exception) are about the request's messages.
+    return InvalidArgument("messages: the chat template '" + st.chat_template->name() +
+                           "' could not render them: " + text.status().message());
+  }
+  const Tokenizer& tok = st.engine->tokenizer();
+  // Templates that print bos_token themselves must not get a second BOS from the tokenizer.
+  const bool add_special = !(tok.add_bos() && !st.bos_text.empty() && text->rfind(st.bos_text, 0) == 0);
+  Result<std::vector<TokenId>> ids = tok.Tokenize(*text, add_special, /*parse_special=*/true);
+  if (!ids.ok()) return InvalidArgument("messages: tokenizing the rendered chat failed: " + ids.status().message());
+  return ids;
+}
+
+Result<std::vector<std::vector<TokenId>>> CompletionPrompts(const ServerState& st, const Json& body) {
+  auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) return InvalidArgument("prompt: is required");
+  LS_ASSIGN_OR_RETURN(std::vector<PromptInput> inputs, ParsePromptList(*it, "prompt"));
+  std::vector<std::vector<TokenId>> out;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].is_tokens) {
+      out.push_back(std::move(inputs[i].tokens));
+      continue;
+    }
+    // As llama-server: BOS as the model asks, and control-token text in the prompt becomes those tokens.
+    Result<std::vector<TokenId>> ids = st.engine->tokenizer().Tokenize(inputs[i].text, true, true);
+    if (!ids.ok()) return InvalidArgument("prompt: tokenizing failed: " + ids.status().message());
+    out.push_back(std::move(*ids));
+  }
+  return out;
+}
+
+uint64_t RandomSeed() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng();
+}
+
+void StreamResponse(std::shared_ptr<Generation> g, httplib::Response& res) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  auto provider = [g](size_t /*offset*/, httplib::DataSink& sink) -> bool {
+    try {
+      auto write = [&](const std::string& s) {
+        if (sink.write(s.data(), s.size())) return true;
+        g->st->streams_disconnected.fetch_add(1);
+        g->CancelAll();
+        return false;
+      };
+      if (g->api == Api::kChat) {  // OpenAI opens every chat stream with the role
+        for (size_t i = 0; i < g->choices.size(); ++i) {
+          nlohmann::json j = ChunkBase(*g);
+          j["choices"] = nlohmann::json::array({{{"index", i},
+                                                 {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                                 {"logprobs", nullptr},
+                                                 {"finish_reason", nullptr}}});
+          if (!write(Sse(j))) return false;
+        }
+      }
+      while (g->n_left() > 0) {
+        size_t i = 0;
+        Event ev;
+        if (NextEvent(*g, &i, &ev) == Wait::kGone) return false;
+        Choice& c = g->choices[i];
+        if (ev.type == Event::kToken) {
+          if (!ev.text.empty() && !write(Sse(StreamChunk(*g, i, ev.text, nullptr)))) return false;
+        } else if (ev.type == Event::kDone) {
+          c.done = true;
+          c.final = std::move(ev);
+          if (!write(Sse(StreamChunk(*g, i, "", &c.final)))) return false;
+        } else {
+          c.done = true;
+          g->CancelAll();
+          write(Sse(ErrorBody(HttpStatusFor(ev.error.code()), ev.error.message())));
+          sink.done();
+          return true;
+        }
+      }
+      if (g->api != Api::kLlama) {
+        if (g->params.include_usage) {
+          nlohmann::json j = ChunkBase(*g);
+          j["choices"] = nlohmann::json::array();
+          j["usage"] = Usage(*g);
+          if (!write(Sse(j))) return false;
+        }
+        if (!write("data: [DONE]\n\n")) return false;
+      }
+      sink.done();
+      return true;
+    } catch (const std::exception& e) {
+      LS_LOG_ERROR("stream %s: %s", g->id.c_str(), e.what());
+      g->CancelAll();
+      return false;
+    }
+  };
+  // The releaser runs when the response is destroyed; success=false (client gone, write error) cancels.
+  res.set_chunked_content_provider("text/event-stream", provider, [g](bool success) {
+    if (!success) g->CancelAll();
+  });
+}
+
+void HandleGeneration(ServerState& st, Api api, const httplib::Request& req, httplib::Response& res) {
+  Result<Json> body = ParseJsonObject(req.body);
+  if (!body.ok()) return SetStatusError(res, body.status());
+  Result<GenerationParams> params = ParseGenerationParams(*body);
+  if (!params.ok()) return SetStatusError(res, params.status());
+  if (api == Api::kCompletion) {
+    Result<bool> echo = GetBool(*body, "echo", false);
+    if (!echo.ok()) return SetStatusError(res, echo.status());
+    if (*echo) return SetError(res, 400, "echo: echoing the prompt is not supported", "echo");
+    Result<std::string> suffix = GetString(*body, "suffix", "");
+    if (!suffix.ok()) return SetStatusError(res, suffix.status());
+    if (!suffix->empty()) return SetError(res, 400, "suffix: insertion (suffix) is not supported", "suffix");
+  }
+
+  std::vector<std::vector<TokenId>> prompts;
+  if (api == Api::kChat) {
+    Result<std::vector<TokenId>> ids = ChatPrompt(st, *body);
+    if (!ids.ok()) return SetStatusError(res, ids.status());
+    prompts.push_back(std::move(*ids));
+  } else {
+    Result<std::vector<std::vector<TokenId>>> ids = CompletionPrompts(st, *body);
+    if (!ids.ok()) return SetStatusError(res, ids.status());
+    prompts = std::move(*ids);
+  }
+
+  auto g = std::make_shared<Generation>();
+  g->st = &st;
+  g->api = api;
+  g->id = NewId(api == Api::kChat ? "chatcmpl-" : "cmpl-");
+  g->created = UnixNow();
+  g->params = std::move(*params);
+  g->fd = FindConnectionSocket(req);
+  if (!g->params.seed_given) g->params.sampling.seed = RandomSeed();
+  g->params.sampling.repeat_last_n =
+      g->params.repeat_last_n < 0 ? st.engine->n_ctx_slot() : g->params.repeat_last_n;
+
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    GenerationRequest gr;
+    gr.prompt = std::move(prompts[i]);
+    gr.sampling = g->params.sampling;
+    gr.n_predict = g->params.n_predict;
+    gr.stop = g->params.stop;
+    gr.ignore_eos = g->params.ignore_eos;
+    Result<std::shared_ptr<RequestStream>> stream = st.engine->Submit(std::move(gr));
+    if (!stream.ok()) {
+      g->CancelAll();
+      Status s = stream.status();
+      if (prompts.size() > 1) s = Status(s.code(), "prompt[" + std::to_string(i) + "]: " + s.message());
+      return SetStatusError(res, s);
+    }
+    g->choices.push_back(Choice{std::move(*stream), "", false, Event{}});
+  }
+
+  if (g->params.stream) return StreamResponse(g, res);
+
+  while (g->n_left() > 0) {
+    size_t i = 0;
+    Event ev;
+    if (NextEvent(*g, &i, &ev) == Wait::kGone) {
+      return SetError(res, 499, "the client closed the connection; the request was cancelled");
+    }
+    Choice& c = g->choices[i];
+    if (ev.type == Event::kToken) {
+      c.text += ev.text;
+    } else if (ev.type == Event::kDone) {
+      c.done = true;
+      c.final = std::move(ev);
+    } else {
+      c.done = true;
+      g->CancelAll();
+      return SetStatusError(res, ev.error);
+    }
+  }
+  res.set_content(Dump(FinalResponse(*g)), "application/json; charset=utf-8");
+}
+
+}  // namespace
+
+void RegisterCompletionRoutes(ServerState& st) {
+  auto route = [&st](Api api) {
+    return [&st, api](const httplib::Request& req, httplib::Response& res) {
+      try {
+        HandleGeneration(st, api, req, res);
+      } catch (const std::exception& e) {
+        SetError(res, 500, std::string("internal error: ") + e.what());
+      } catch (...) {
+        SetError(res, 500, "internal error");
+      }
+    };
+  };
+  for (const char* path : {"/v1/chat/completions", "/chat/completions"}) st.http.Post(path, route(Api::kChat));
+  for (const char* path : {"/v1/completions", "/completions"}) st.http.Post(path, route(Api::kCompletion));
+  st.http.Post("/completion", route(Api::kLlama));
+}
+
+}  // namespace lazyslot::server

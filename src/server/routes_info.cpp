@@ -1,0 +1,174 @@
+// The small routes: GET /health, /v1/models, /props, /slots, /metrics; POST /tokenize, /detokenize.
+#include <filesystem>
+
+#include "server/errors.h"
+#include "server/openai_params.h"
+#include "server/server_state.h"
+
+namespace lazyslot::server {
+namespace {
+
+void SendJson(httplib::Response& res, const nlohmann::json& j) {
+  res.set_content(Dump(j), "application/json; charset=utf-8");
+}
+
+// A piece as a JSON string when it is valid UTF-8, else as its byte values (as llama-server does).
+nlohmann::json PieceJson(const std::string& piece) {
+  size_t i = 0;
+  const auto* p = reinterpret_cast<const unsigned char*>(piece.data());
+  const size_t n = piece.size();
+  bool valid = true;
+  while (i < n && valid) {
+    const unsigned c = p[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > n) {
+      valid = false;
+      break;
+    }
+    for (size_t k = 1; k < len; ++k) valid = valid && (p[i + k] >> 6) == 0x2;
+    i += len;
+  }
+  if (valid) return piece;
+  nlohmann::json bytes = nlohmann::json::array();
+  for (size_t k = 0; k < n; ++k) bytes.push_back(static_cast<int>(p[k]));
+  return bytes;
+}
+
+void Tokenize(ServerState& st, const httplib::Request& req, httplib::Response& res) {
+  Result<Json> body = ParseJsonObject(req.body);
+  if (!body.ok()) return SetStatusError(res, body.status());
+  Result<std::string> content = GetString(*body, "content", "");
+  if (!content.ok()) return SetStatusError(res, content.status());
+  Result<bool> add_special = GetBool(*body, "add_special", false);
+  if (!add_special.ok()) return SetStatusError(res, add_special.status());
+  Result<bool> parse_special = GetBool(*body, "parse_special", true);
+  if (!parse_special.ok()) return SetStatusError(res, parse_special.status());
+  Result<bool> with_pieces = GetBool(*body, "with_pieces", false);
+  if (!with_pieces.ok()) return SetStatusError(res, with_pieces.status());
+  const Tokenizer& tok = st.engine->tokenizer();
+  Result<std::vector<TokenId>> ids = tok.Tokenize(*content, *add_special, *parse_special);
+  if (!ids.ok()) return SetError(res, 400, "content: tokenizing failed: " + ids.status().message(), "content");
+  nlohmann::json tokens = nlohmann::json::array();
+  for (TokenId id : *ids) {
+    if (*with_pieces) {
+      tokens.push_back({{"id", id}, {"piece", PieceJson(tok.TokenToPiece(id, true))}});
+    } else {
+      tokens.push_back(id);
+    }
+  }
+  SendJson(res, {{"tokens", std::move(tokens)}});
+}
+
+void Detokenize(ServerState& st, const httplib::Request& req, httplib::Response& res) {
+  Result<Json> body = ParseJsonObject(req.body);
+  if (!body.ok()) return SetStatusError(res, body.status());
+  std::vector<TokenId> ids;
+  auto it = body->find("tokens");
+  if (it != body->end() && !it->is_null()) {
+    Result<std::vector<TokenId>> parsed = ParseTokenList(*it, "tokens");
+    if (!parsed.ok()) return SetStatusError(res, parsed.status());
+    ids = std::move(*parsed);
+  }
+  const Tokenizer& tok = st.engine->tokenizer();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] >= tok.n_vocab()) {
+      return SetError(res, 400,
+                      "tokens[" + std::to_string(i) + "]: token id " + std::to_string(ids[i]) +
+                          " is outside the vocabulary [0, " + std::to_string(tok.n_vocab()) + ")",
+                      "tokens");
+    }
+  }
+  SendJson(res, {{"content", tok.Detokenize(ids, /*remove_special=*/false, /*render_special=*/true)}});
+}
+
+nlohmann::json ModelMeta(const ServerState& st) {
+  const HParams& hp = st.engine->model().hparams();
+  return {{"n_vocab", hp.n_vocab}, {"n_ctx_train", hp.n_ctx_train}, {"n_embd", hp.n_embd},
+          {"n_layer", hp.n_layer}, {"arch", hp.arch}};
+}
+
+void Models(ServerState& st, httplib::Response& res) {
+  const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(st.started.time_since_epoch()).count();
+  SendJson(res, {{"object", "list"},
+                 {"data", nlohmann::json::array({{{"id", st.model_id},
+                                                  {"object", "model"},
+                                                  {"created", created},
+                                                  {"owned_by", "lazyslot"},
+                                                  {"meta", ModelMeta(st)}}})}});
+}
+
+void Props(ServerState& st, httplib::Response& res) {
+  const EngineConfig& cfg = st.engine->config();
+  nlohmann::json settings = {{"n_ctx", st.engine->n_ctx_slot()}, {"n_predict", -1}, {"model", st.model_id}};
+  SendJson(res, {{"default_generation_settings", settings},
+                 {"total_slots", cfg.n_parallel},
+                 {"n_parallel", cfg.n_parallel},
+                 {"n_ctx", cfg.n_ctx},
+                 {"n_ctx_slot", st.engine->n_ctx_slot()},
+                 {"n_batch", cfg.n_batch},
+                 {"max_queue", cfg.max_queue},
+                 {"model_path", cfg.model_path},
+                 {"model_alias", st.model_id},
+                 {"embeddings", cfg.embeddings},
+                 {"pooling", PoolingName(st.engine->pooling())},
+                 {"chat_template_name", st.chat_template->name()},
+                 {"chat_template", st.chat_template->source()},
+                 {"bos_token", st.bos_text},
+                 {"eos_token", st.eos_text},
+                 {"modalities", {{"vision", false}, {"audio", false}}},
+                 {"build_info", "lazyslot"}});
+}
+
+void Slots(ServerState& st, httplib::Response& res) {
+  const EngineStats stats = st.engine->Stats();
+  nlohmann::json slots = nlohmann::json::array();
+  for (const SlotInfo& s : stats.slots) {
+    slots.push_back({{"id", s.id},
+                     {"id_task", s.request_id},
+                     {"state", s.busy ? "processing" : "idle"},
+                     {"is_processing", s.busy},
+                     {"n_tokens", s.n_tokens},
+                     {"n_ctx", s.n_ctx},
+                     {"committed_bytes", s.committed_bytes}});
+  }
+  SendJson(res, slots);
+}
+
+}  // namespace
+
+void RegisterInfoRoutes(ServerState& st) {
+  // Handlers other than /health run only once the engine is ready (the pre-routing hook answers 503 before).
+  auto guard = [&st](auto fn) {
+    return [&st, fn](const httplib::Request& req, httplib::Response& res) {
+      try {
+        fn(st, req, res);
+      } catch (const std::exception& e) {
+        SetError(res, 500, std::string("internal error: ") + e.what());
+      } catch (...) {
+        SetError(res, 500, "internal error");
+      }
+    };
+  };
+  auto health = [](ServerState& s, const httplib::Request&, httplib::Response& res) {
+    if (!s.ready.load()) return SetError(res, 503, "Loading model");
+    SendJson(res, {{"status", "ok"}});
+  };
+  st.http.Get("/health", guard(health));
+  st.http.Get("/v1/health", guard(health));
+  auto models = [](ServerState& s, const httplib::Request&, httplib::Response& res) { Models(s, res); };
+  st.http.Get("/v1/models", guard(models));
+  st.http.Get("/models", guard(models));
+  st.http.Get("/props", guard([](ServerState& s, const httplib::Request&, httplib::Response& res) {
+    Props(s, res);
+  }));
+  st.http.Get("/slots", guard([](ServerState& s, const httplib::Request&, httplib::Response& res) {
+    Slots(s, res);
+  }));
+  st.http.Get("/metrics", guard([](ServerState& s, const httplib::Request&, httplib::Response& res) {
+    res.set_content(RenderMetrics(s), "text/plain; version=0.0.4; charset=utf-8");
+  }));
+  st.http.Post("/tokenize", guard(Tokenize));
+  st.http.Post("/detokenize", guard(Detokenize));
+}
+
+}  // namespace lazyslot::server

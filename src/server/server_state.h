@@ -1,0 +1,49 @@
+// State shared by the route handlers of one HttpServer (internal to src/server): options, the engine once
+// loaded, the chat template, HTTP counters for /metrics, and the registration functions of each route file.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "engine/engine.h"
+#include "server/http_server.h"
+#include "server/httplib_include.h"
+#include "tokenizer/chat_template.h"
+
+namespace lazyslot::server {
+
+struct HttpServer::State {
+  ServerOptions opts;
+  httplib::Server http;
+  std::atomic<bool> ready{false};     // engine and template loaded
+  std::atomic<bool> stopping{false};  // Stop() called: handlers cancel their requests and return
+  std::unique_ptr<Engine> engine;     // set once before `ready`; read-only afterwards
+  std::optional<ChatTemplate> chat_template;
+  std::string model_id;
+  std::string bos_text, eos_text;  // passed to chat templates as bos_token / eos_token
+  std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
+
+  // HTTP responses by status code, counted by the logger hook after each response.
+  mutable std::mutex counters_mu;
+  std::map<int, uint64_t> responses_by_status;
+  std::atomic<uint64_t> streams_disconnected{0};  // clients that left mid-request
+};
+using ServerState = HttpServer::State;
+
+void RegisterCompletionRoutes(ServerState& st);  // /v1/chat/completions, /v1/completions, /completion
+void RegisterEmbeddingRoutes(ServerState& st);   // /v1/embeddings
+void RegisterInfoRoutes(ServerState& st);        // /health, /v1/models, /props, /slots, /tokenize, ...
+std::string RenderMetrics(const ServerState& st);  // Prometheus text for GET /metrics
+
+// Seconds since the epoch, for OpenAI's `created`.
+int64_t UnixNow();
+// "chatcmpl-" + 24 random characters.
+std::string NewId(const std::string& prefix);
+
+}  // namespace lazyslot::server
