@@ -216,9 +216,17 @@ std::string ReplaceInvalid(const std::string& s) {
   return out;
 }
 
-std::string SpaceFor2581(std::string s) {
-  for (size_t p; (p = s.find("\xE2\x96\x81")) != std::string::npos;) s.replace(p, 3, " ");
-  return s;
+std::string SpaceFor2581(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s.compare(i, 3, "\xE2\x96\x81") == 0) {
+      out.push_back(' ');
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
 }
 
 TEST(TokenizerRobustness, RandomBytesRoundTrip) {

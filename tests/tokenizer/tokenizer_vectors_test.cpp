@@ -53,7 +53,10 @@ std::vector<Case> ReadCases(const std::string& name) {
 
 std::string Ids(const std::vector<TokenId>& ids) {
   std::string s;
-  for (TokenId id : ids) s += " " + std::to_string(id);
+  for (TokenId id : ids) {
+    s.push_back(' ');
+    s += std::to_string(id);
+  }
   return s;
 }
 
