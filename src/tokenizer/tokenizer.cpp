@@ -20,7 +20,8 @@ class VocabTokenizer final : public Tokenizer {
   VocabTokenizer(Vocab vocab, std::vector<TokenId> spm_bytes, tok::BpeMerges bpe)
       : v_(std::move(vocab)), spm_bytes_(std::move(spm_bytes)), bpe_(std::move(bpe)) {}
 
-  Result<std::vector<TokenId>> Tokenize(std::string_view text, bool add_special, bool parse_special) const override {
+  Result<std::vector<TokenId>> Tokenize(std::string_view text, bool add_special,
+                                        bool parse_special) const override {
     std::vector<TokenId> out;
     out.reserve(text.size() / 3 + 4);
     if (add_special && v_.add_bos) out.push_back(v_.bos);
@@ -115,7 +116,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::File& file) {
               vocab.type == VocabType::kSpm ? "SPM" : "BPE", vocab.type == VocabType::kBpe ? " pre " : "",
               vocab.type == VocabType::kBpe ? tok::PreTypeName(vocab.pre) : "", vocab.n_vocab(), bpe.size(),
               vocab.bos, vocab.add_bos ? 1 : 0, vocab.eos, ms);
-  return std::unique_ptr<Tokenizer>(new VocabTokenizer(std::move(vocab), std::move(spm_bytes), std::move(bpe)));
+  return std::unique_ptr<Tokenizer>(
+      new VocabTokenizer(std::move(vocab), std::move(spm_bytes), std::move(bpe)));
 }
 
 }  // namespace lazyslot

@@ -57,7 +57,8 @@ const BpeMerges::Merge* BpeMerges::FindMerge(uint64_t key) const {
 Status BpeMerges::Load(const gguf::File& file, const Vocab& vocab) {
   static constexpr char kKey[] = "tokenizer.ggml.merges";
   const gguf::Value* v = file.Find(kKey);
-  if (v == nullptr) return NotFound(std::string("tokenizer metadata: key '") + kKey + "' is missing (BPE vocabulary)");
+  if (v == nullptr)
+    return NotFound(std::string("tokenizer metadata: key '") + kKey + "' is missing (BPE vocabulary)");
   if (v->type != gguf::ValueType::kArray || v->elem_type != gguf::ValueType::kString) {
     return Corrupt(std::string("tokenizer metadata: key '") + kKey + "' is not an array of strings");
   }

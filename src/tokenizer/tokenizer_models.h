@@ -21,8 +21,8 @@ std::vector<TokenId> SpmByteTokens(const Vocab& vocab);
 Status SpmEncode(const Vocab& vocab, const std::vector<TokenId>& byte_tokens, std::string_view text,
                  std::vector<TokenId>* out);
 
-// Merge table of a byte-level BPE vocabulary, keyed by the ids of the two halves. Strings that occur in merges
-// but are not tokens get ids >= n_vocab, so merging never needs string operations.
+// Merge table of a byte-level BPE vocabulary, keyed by the ids of the two halves. Strings that occur in
+// merges but are not tokens get ids >= n_vocab, so merging never needs string operations.
 class BpeMerges {
  public:
   // Reads tokenizer.ggml.merges ("left right" per entry; rank = index; a repeated pair keeps its first rank).
@@ -38,7 +38,9 @@ class BpeMerges {
   };
   int32_t Lookup(const Vocab& vocab, std::string_view s) const;
   int32_t Intern(const Vocab& vocab, std::string_view s);
-  static uint64_t Key(int32_t left, int32_t right) { return (uint64_t(uint32_t(left)) << 32) | uint32_t(right); }
+  static uint64_t Key(int32_t left, int32_t right) {
+    return (uint64_t(uint32_t(left)) << 32) | uint32_t(right);
+  }
   void EncodeWord(const Vocab& vocab, std::string_view word, std::vector<TokenId>* out) const;
 
   // Open-addressing table (linear probing, at most half full) from Key(left, right) to its merge; keys are

@@ -53,13 +53,12 @@ class Walker {
     return 0;
   }
 
-  // \s+(?!\S) then (optionally) \s+ at pos, which must be whitespace: a run followed by non-space gives back
-  // its last character. Returns the end of the match, or pos if \s+(?!\S) fails and plain \s+ is not allowed.
-  size_t WhitespaceRun(size_t pos, bool allow_plain) const {
+  // \s+(?!\S)|\s+ at pos (which must be whitespace): a run followed by a non-space gives back its last
+  // character unless that would leave nothing. Returns the end of the match.
+  size_t WhitespaceRun(size_t pos) const {
     size_t n = 0;
     while (fl(pos + n) & kFlagWhite) ++n;
     if (n > 1 && cp(pos + n) != kOutside) return pos + n - 1;
-    if (n == 1 && cp(pos + 1) != kOutside) return allow_plain ? pos + 1 : pos;
     return pos + n;
   }
 
@@ -96,7 +95,7 @@ void SplitGpt2(Walker& w) {
     }
     // Whitespace. A lone space or whitespace char before a non-space matches nothing in the regex and is
     // left as a one-character gap, which becomes a word of its own: the same as taking it.
-    const size_t end = w.WhitespaceRun(pos, /*allow_plain=*/true);
+    const size_t end = w.WhitespaceRun(pos);
     pos = end > pos ? end : pos + 1;
     w.Emit(pos);
   }
@@ -115,7 +114,8 @@ void SplitLlama3(Walker& w, size_t max_digits) {
     const uint32_t c = w.cp(pos);
     const uint8_t f = w.fl(pos);
     // [^\r\n\p{L}\p{N}]?\p{L}+ : a letter run, optionally led by one char that is not CR/LF/letter/digit.
-    if (c != '\r' && c != '\n' && !(f & kFlagNumber) && ((f & kFlagLetter) || (w.fl(pos + 1) & kFlagLetter))) {
+    if (c != '\r' && c != '\n' && !(f & kFlagNumber) &&
+        ((f & kFlagLetter) || (w.fl(pos + 1) & kFlagLetter))) {
       ++pos;
       while (w.fl(pos) & kFlagLetter) ++pos;
       w.Emit(pos);
@@ -144,7 +144,7 @@ void SplitLlama3(Walker& w, size_t max_digits) {
     if (last_newline > 0) {
       pos = last_newline;
     } else if (run > pos) {
-      pos = w.WhitespaceRun(pos, /*allow_plain=*/true);
+      pos = w.WhitespaceRun(pos);
     } else {
       ++pos;  // unreachable: every code point is \s, \p{L}, \p{N} or other
     }
@@ -201,9 +201,9 @@ bool PreTypeFromName(std::string_view name, PreType* type) {
     const char* name;
     PreType type;
   } kNames[] = {
-      {"default", PreType::kDefault},  {"gpt-2", PreType::kGpt2},         {"phi-2", PreType::kGpt2},
-      {"llama-bpe", PreType::kLlama3}, {"llama3", PreType::kLlama3},      {"llama-v3", PreType::kLlama3},
-      {"falcon3", PreType::kLlama3},   {"qwen2", PreType::kQwen2},        {"deepseek-r1-qwen", PreType::kQwen2},
+      {"default", PreType::kDefault},  {"gpt-2", PreType::kGpt2},    {"phi-2", PreType::kGpt2},
+      {"llama-bpe", PreType::kLlama3}, {"llama3", PreType::kLlama3}, {"llama-v3", PreType::kLlama3},
+      {"falcon3", PreType::kLlama3},   {"qwen2", PreType::kQwen2},   {"deepseek-r1-qwen", PreType::kQwen2},
   };
   for (const auto& entry : kNames) {
     if (name == entry.name) {
@@ -216,10 +216,14 @@ bool PreTypeFromName(std::string_view name, PreType* type) {
 
 const char* PreTypeName(PreType type) {
   switch (type) {
-    case PreType::kDefault: return "default";
-    case PreType::kGpt2: return "gpt-2";
-    case PreType::kLlama3: return "llama-bpe";
-    case PreType::kQwen2: return "qwen2";
+    case PreType::kDefault:
+      return "default";
+    case PreType::kGpt2:
+      return "gpt-2";
+    case PreType::kLlama3:
+      return "llama-bpe";
+    case PreType::kQwen2:
+      return "qwen2";
   }
   return "?";
 }
@@ -251,8 +255,9 @@ void SplitWords(PreType type, const std::vector<uint32_t>& cps, std::vector<uint
       };
       words = ApplyStage(cps, flags, whole, punct);
       words = ApplyStage(cps, flags, words, [](Walker& w) { SplitGpt2(w); });
-      words = ApplyStage(cps, flags, words,
-                         [](Walker& w) { SplitRuns(w, [&](size_t i) { return (w.fl(i) & kFlagNumber) != 0; }); });
+      words = ApplyStage(cps, flags, words, [](Walker& w) {
+        SplitRuns(w, [&](size_t i) { return (w.fl(i) & kFlagNumber) != 0; });
+      });
       words = ApplyStage(cps, flags, words, [](Walker& w) { SplitDigitTriples(w); });
       break;
     }

@@ -11,7 +11,8 @@ namespace lazyslot::tok {
 enum class PreType {
   kDefault,  // missing `pre`: 4 chained regexes (punctuation runs, GPT-2, digit runs, 3-digit groups)
   kGpt2,     // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
-  kLlama3,   // (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+  kLlama3,   // (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+             // ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
   kQwen2,    // as kLlama3 but \p{N} (single digits)
 };
 

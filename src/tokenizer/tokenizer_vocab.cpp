@@ -31,8 +31,8 @@ Status KeyError(const std::string& key, const std::string& what) {
   return Corrupt("tokenizer metadata: key '" + key + "' " + what);
 }
 
-// A special token id key: absent -> keep *id; present and < n_vocab -> take it; present and out of range (e.g.
-// 4294967295 for "none") -> keep the default, as llama.cpp does.
+// A special token id key: absent -> keep *id; present and < n_vocab -> take it; present and out of range
+// (e.g. 4294967295 for "none") -> keep the default, as llama.cpp does.
 Status ReadSpecialId(const gguf::File& file, const std::string& key, int32_t n_vocab, TokenId* id) {
   const gguf::Value* v = file.Find(key);
   if (v == nullptr) return Status::Ok();
@@ -55,13 +55,20 @@ Status ReadSpecialId(const gguf::File& file, const std::string& key, int32_t n_v
 
 uint8_t AttrFromType(int64_t type) {
   switch (type) {
-    case 1: return kAttrNormal;
-    case 2: return kAttrUnknown;
-    case 3: return kAttrControl;
-    case 4: return kAttrUserDefined;
-    case 5: return kAttrUnused;
-    case 6: return kAttrByte;
-    default: return kAttrUndefined;
+    case 1:
+      return kAttrNormal;
+    case 2:
+      return kAttrUnknown;
+    case 3:
+      return kAttrControl;
+    case 4:
+      return kAttrUserDefined;
+    case 5:
+      return kAttrUnused;
+    case 6:
+      return kAttrByte;
+    default:
+      return kAttrUndefined;
   }
 }
 
@@ -105,27 +112,28 @@ std::string DecodeByteLevel(const std::string& text) {
 
 // Texts that llama.cpp recognises as end-of-turn / FIM tokens even when the metadata does not say so. Such
 // tokens are forced to control type.
+// clang-format off
 const std::initializer_list<const char*> kEotTexts = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>",
-    "[EOT]", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "<end_of_utterance>"};
+    "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>"};
 const std::initializer_list<const char*> kEogTexts = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
     "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
-    "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "[e~["};
+    "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~["};
 const std::initializer_list<const char*> kFimPreTexts = {
-    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "\xE2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>",
-    "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>"};
+    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>",
+    "<｜fim▁begin｜>"};
 const std::initializer_list<const char*> kFimSufTexts = {
-    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "\xE2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>",
-    "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>"};
+    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>",
+    "<｜fim▁hole｜>"};
 const std::initializer_list<const char*> kFimMidTexts = {
-    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "\xE2\x96\x81<MID>", "<|code_middle|>", "<|middle|>",
-    "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>"};
+    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>",
+    "<｜fim▁end｜>"};
 const std::initializer_list<const char*> kFimPadTexts = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
 const std::initializer_list<const char*> kFimRepTexts = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>",
                                                          "<reponame>"};
 const std::initializer_list<const char*> kFimSepTexts = {"<|file_sep|>"};
+// clang-format on
 
 // Special ids recognised by text, EOG set, and the special-token list (llama.cpp's load order).
 void DeriveSpecials(Vocab* v) {
@@ -193,7 +201,8 @@ void DeriveSpecials(Vocab* v) {
 Result<Vocab> LoadVocab(const gguf::File& file) {
   Vocab v;
   const gguf::Value* model_value = file.Find(kKeyModel);
-  if (model_value == nullptr) return NotFound(std::string("tokenizer metadata: key '") + kKeyModel + "' is missing");
+  if (model_value == nullptr)
+    return NotFound(std::string("tokenizer metadata: key '") + kKeyModel + "' is missing");
   LS_ASSIGN_OR_RETURN(const std::string model, file.GetString(kKeyModel));
   std::string pre_name;
   if (file.Find(kKeyPre) != nullptr) {
@@ -210,11 +219,12 @@ Result<Vocab> LoadVocab(const gguf::File& file) {
     v.bos = 11, v.eos = 11;  // llama.cpp's BPE defaults, normally overridden by the keys
     v.clean_spaces = true;
     if (pre_name.empty()) {
-      LS_LOG_WARN("tokenizer: %s is missing, using the 'default' pre-tokenizer (quality may suffer)", kKeyPre);
+      LS_LOG_WARN("tokenizer: %s is missing, using the 'default' pre-tokenizer (quality may suffer)",
+                  kKeyPre);
       v.pre = PreType::kDefault;
     } else if (!PreTypeFromName(pre_name, &v.pre)) {
-      LS_LOG_WARN("tokenizer: unknown %s '%s', using the 'default' pre-tokenizer (quality may suffer)", kKeyPre,
-                  pre_name.c_str());
+      LS_LOG_WARN("tokenizer: unknown %s '%s', using the 'default' pre-tokenizer (quality may suffer)",
+                  kKeyPre, pre_name.c_str());
       v.pre = PreType::kDefault;
     }
     if (v.pre == PreType::kLlama3) {
@@ -227,11 +237,13 @@ Result<Vocab> LoadVocab(const gguf::File& file) {
     return Unimplemented("tokenizer metadata: " + std::string(kKeyModel) + " = '" + model +
                          "' is not supported (supported: llama, gpt2)");
   }
-  LS_ASSIGN_OR_RETURN(v.add_space_prefix, file.GetBoolOr("tokenizer.ggml.add_space_prefix", v.add_space_prefix));
+  LS_ASSIGN_OR_RETURN(v.add_space_prefix,
+                      file.GetBoolOr("tokenizer.ggml.add_space_prefix", v.add_space_prefix));
 
   // Token texts.
   const gguf::Value* tokens = file.Find(kKeyTokens);
-  if (tokens == nullptr) return NotFound(std::string("tokenizer metadata: key '") + kKeyTokens + "' is missing");
+  if (tokens == nullptr)
+    return NotFound(std::string("tokenizer metadata: key '") + kKeyTokens + "' is missing");
   if (tokens->type != gguf::ValueType::kArray || tokens->elem_type != gguf::ValueType::kString) {
     return KeyError(kKeyTokens, "is not an array of strings");
   }
@@ -246,8 +258,8 @@ Result<Vocab> LoadVocab(const gguf::File& file) {
     if (v.text[i].empty()) v.text[i] = "[EMPTY_" + std::to_string(i) + "]";
     const int32_t first = v.text_to_id.Insert(v.text, static_cast<int32_t>(i));
     if (first != static_cast<int32_t>(i)) {
-      return KeyError(kKeyTokens, "has a duplicate token '" + v.text[i] + "' at ids " + std::to_string(first) +
-                                      " and " + std::to_string(i));
+      return KeyError(kKeyTokens, "has a duplicate token '" + v.text[i] + "' at ids " +
+                                      std::to_string(first) + " and " + std::to_string(i));
     }
   }
 
@@ -270,8 +282,8 @@ Result<Vocab> LoadVocab(const gguf::File& file) {
       return KeyError(kKeyTypes, "is not an array of integers");
     }
     if (types->array_size() < n) {
-      return KeyError(kKeyTypes, "has " + std::to_string(types->array_size()) + " entries for " + std::to_string(n) +
-                                     " tokens");
+      return KeyError(kKeyTypes, "has " + std::to_string(types->array_size()) + " entries for " +
+                                     std::to_string(n) + " tokens");
     }
     for (size_t i = 0; i < n; ++i) {
       v.attr[i] = AttrFromType(types->ints.empty() ? int64_t(types->uints[i]) : types->ints[i]);

@@ -1,5 +1,6 @@
 // Vocabulary shared by the SPM and BPE tokenizers: token texts/scores/attributes read from tokenizer.ggml.*,
-// special ids and flags with llama.cpp's defaults, the special-token partition and the EOG set (FORMATS.md 5).
+// special ids and flags with llama.cpp's defaults, the special-token partition and the EOG set (FORMATS.md
+// 5).
 #pragma once
 
 #include <cstdint>

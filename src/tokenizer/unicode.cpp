@@ -75,11 +75,20 @@ const std::vector<uint8_t>& FlagTable() {
       const uint32_t end = r + 1 < kCategoryRunCount ? kCategoryRuns[r + 1].first : kMaxCodePoint + 1;
       uint8_t f = kFlagAny;
       switch (kCategoryRuns[r].category) {
-        case kLetter: f |= kFlagLetter; break;
-        case kNumber: f |= kFlagNumber; break;
-        case kPunct: f |= kFlagPunct; break;
-        case kUnassigned: f |= kFlagUnassigned; break;
-        case kOther: break;
+        case kLetter:
+          f |= kFlagLetter;
+          break;
+        case kNumber:
+          f |= kFlagNumber;
+          break;
+        case kPunct:
+          f |= kFlagPunct;
+          break;
+        case kUnassigned:
+          f |= kFlagUnassigned;
+          break;
+        case kOther:
+          break;
       }
       std::fill(t.begin() + first, t.begin() + end, f);
     }

@@ -1,7 +1,8 @@
 // Word splitters, Unicode categories, lenient UTF-8 decoding, the GPT-2 byte map and clean_spaces.
+#include "tokenizer/tokenizer_pretok.h"
+
 #include <gtest/gtest.h>
 
-#include "tokenizer/tokenizer_pretok.h"
 #include "tokenizer/tokenizer_vocab.h"
 #include "tokenizer/unicode.h"
 
@@ -70,13 +71,14 @@ TEST(PreTokenizer, UnassignedCodePointsAreOther) {
 TEST(Unicode, Categories) {
   using unicode::Flags;
   EXPECT_TRUE(Flags('A') & unicode::kFlagLetter);
-  EXPECT_TRUE(Flags(0x4E2D) & unicode::kFlagLetter);   // 中
-  EXPECT_TRUE(Flags(0x0663) & unicode::kFlagNumber);   // Arabic-Indic three
-  EXPECT_TRUE(Flags(0x00BD) & unicode::kFlagNumber);   // ½ (No)
+  EXPECT_TRUE(Flags(0x4E2D) & unicode::kFlagLetter);  // 中
+  EXPECT_TRUE(Flags(0x0663) & unicode::kFlagNumber);  // Arabic-Indic three
+  EXPECT_TRUE(Flags(0x00BD) & unicode::kFlagNumber);  // ½ (No)
   EXPECT_TRUE(Flags(',') & unicode::kFlagPunct);
-  EXPECT_FALSE(Flags('$') & unicode::kFlagPunct);      // Sc, not P
+  EXPECT_FALSE(Flags('$') & unicode::kFlagPunct);  // Sc, not P
   EXPECT_TRUE(Flags(0x0378) & unicode::kFlagUnassigned);
-  for (uint32_t ws : {0x09u, 0x0Au, 0x0Du, 0x20u, 0x85u, 0xA0u, 0x1680u, 0x2000u, 0x200Au, 0x2028u, 0x3000u}) {
+  for (uint32_t ws :
+       {0x09u, 0x0Au, 0x0Du, 0x20u, 0x85u, 0xA0u, 0x1680u, 0x2000u, 0x200Au, 0x2028u, 0x3000u}) {
     EXPECT_TRUE(Flags(ws) & unicode::kFlagWhite) << std::hex << ws;
   }
   for (uint32_t not_ws : {0x1Cu, 0x1Fu, 0x200Bu, 0x180Eu}) EXPECT_FALSE(Flags(not_ws) & unicode::kFlagWhite);
@@ -88,8 +90,8 @@ TEST(Unicode, LenientDecode) {
   EXPECT_EQ(unicode::Decode("a\xC3\xA9"), (V{'a', 0xE9}));
   EXPECT_EQ(unicode::Decode("\xFF"), (V{0xFFFD}));
   EXPECT_EQ(unicode::Decode("\xE2\x82"), (V{0xFFFD, 0xFFFD}));  // truncated: one replacement per byte
-  EXPECT_EQ(unicode::Decode("\xC0\x80"), (V{0}));                // overlong accepted, as llama.cpp does
-  EXPECT_EQ(unicode::Decode("\xED\xA0\x80"), (V{0xD800}));       // surrogate accepted
+  EXPECT_EQ(unicode::Decode("\xC0\x80"), (V{0}));               // overlong accepted, as llama.cpp does
+  EXPECT_EQ(unicode::Decode("\xED\xA0\x80"), (V{0xD800}));      // surrogate accepted
   EXPECT_EQ(unicode::Decode("\xF4\x90\x80\x80"), (V{0xFFFD, 0xFFFD, 0xFFFD, 0xFFFD}));  // > U+10FFFF
   EXPECT_EQ(unicode::Decode("\xF0\x9F\xA6\x99"), (V{0x1F999}));
   std::string s;

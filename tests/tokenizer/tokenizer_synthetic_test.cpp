@@ -1,10 +1,9 @@
 // Tokenizers built from small hand-made vocabularies (written with gguf::Writer), to pin down the merge
 // order, byte fallback, flag defaults and overrides, auto-detected specials, and metadata errors.
 #include <gtest/gtest.h>
-
-#include <atomic>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 
 #include "gguf/writer.h"
@@ -65,10 +64,16 @@ TEST(SyntheticSpm, HighestScoreFirstTiesLeftmost) {
   const TokenId sp = v.Add("\xE2\x96\x81", -10);
   const TokenId a = v.Add("a", -10);
   const TokenId b = v.Add("b", -10);
-  v.Add("\xE2\x96\x81" "a", -5);
+  v.Add(
+      "\xE2\x96\x81"
+      "a",
+      -5);
   v.Add("ab", -1);
   v.Add("bb", -1);  // same score as "ab": the leftmost pair merges first
-  const TokenId sp_ab = v.Add("\xE2\x96\x81" "ab", -3);
+  const TokenId sp_ab = v.Add(
+      "\xE2\x96\x81"
+      "ab",
+      -3);
   auto tok = Build(v.Writer());
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
   EXPECT_EQ(Tok(**tok, "abb"), (Ids{sp_ab, b}));
@@ -228,7 +233,8 @@ TEST(SyntheticErrors, MetadataProblemsNameTheKey) {
     w.SetString("general.architecture", "llama");
     auto tok = Build(w);
     ASSERT_FALSE(tok.ok());
-    EXPECT_NE(tok.status().message().find("tokenizer.ggml.model"), std::string::npos) << tok.status().message();
+    EXPECT_NE(tok.status().message().find("tokenizer.ggml.model"), std::string::npos)
+        << tok.status().message();
   }
   {
     SpmVocab v;
@@ -244,7 +250,8 @@ TEST(SyntheticErrors, MetadataProblemsNameTheKey) {
     w.SetArrayI32("tokenizer.ggml.tokens", {1, 2, 3});
     auto tok = Build(w);
     ASSERT_FALSE(tok.ok());
-    EXPECT_NE(tok.status().message().find("tokenizer.ggml.tokens"), std::string::npos) << tok.status().message();
+    EXPECT_NE(tok.status().message().find("tokenizer.ggml.tokens"), std::string::npos)
+        << tok.status().message();
   }
   {
     SpmVocab v;
@@ -260,7 +267,8 @@ TEST(SyntheticErrors, MetadataProblemsNameTheKey) {
     w.SetArrayF32("tokenizer.ggml.scores", {0.0f});
     auto tok = Build(w);
     ASSERT_FALSE(tok.ok());
-    EXPECT_NE(tok.status().message().find("tokenizer.ggml.scores"), std::string::npos) << tok.status().message();
+    EXPECT_NE(tok.status().message().find("tokenizer.ggml.scores"), std::string::npos)
+        << tok.status().message();
   }
   {
     BpeVocab v;
@@ -268,7 +276,8 @@ TEST(SyntheticErrors, MetadataProblemsNameTheKey) {
     w.SetArrayI32("tokenizer.ggml.merges", {1});
     auto tok = Build(w);
     ASSERT_FALSE(tok.ok());
-    EXPECT_NE(tok.status().message().find("tokenizer.ggml.merges"), std::string::npos) << tok.status().message();
+    EXPECT_NE(tok.status().message().find("tokenizer.ggml.merges"), std::string::npos)
+        << tok.status().message();
   }
   {
     // BPE defaults BOS to id 11; with fewer tokens it is disabled, so add_bos_token cannot be honoured.

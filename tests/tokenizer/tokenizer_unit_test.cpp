@@ -1,10 +1,10 @@
 // Tokenizer behaviour beyond the vectors: special tokens, BOS/EOS, EOG, pieces and streaming, the llama.cpp
 // server references, arbitrary bytes, speed. Expected ids come from ../shared (never from library code).
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "tokenizer/tokenizer_vocab.h"
@@ -171,7 +171,8 @@ TEST(TokenizerReference, TinyLlamaServerGreedy) {
   CheckServerGreedy(kTinyLlama, "reference/server-greedy/TinyLLama-v0-Q4_0.llamacpp-greedy.json");
   const Tokenizer* tok = SharedTokenizer(kTinyLlama);
   ASSERT_NE(tok, nullptr);
-  EXPECT_EQ(MustTokenize(*tok, "Once upon a time", true, false), (std::vector<TokenId>{1, 4612, 2619, 260, 647}));
+  EXPECT_EQ(MustTokenize(*tok, "Once upon a time", true, false),
+            (std::vector<TokenId>{1, 4612, 2619, 260, 647}));
 }
 
 TEST(TokenizerReference, Stories260KServerGreedy) {
@@ -236,7 +237,8 @@ TEST(TokenizerRobustness, RandomBytesRoundTrip) {
   REQUIRE_SHARED_FILE(kLlama3);
   REQUIRE_SHARED_FILE(kStories);
   std::mt19937 rng(1234);
-  const std::string alphabet[] = {"a", " ", "\n", "'", "é", "世", "🦙", "\xE2\x82", "\xFF", "\x80", "1", "<|", "<s>"};
+  const std::string alphabet[] = {"a",        " ",    "\n",   "'", "é",  "世", "🦙",
+                                  "\xE2\x82", "\xFF", "\x80", "1", "<|", "<s>"};
   for (const char* model : {kQwen3, kLlamaSpm, kGpt2, kLlama3, kStories}) {
     const Tokenizer* tok = SharedTokenizer(model);
     ASSERT_NE(tok, nullptr);
@@ -254,17 +256,19 @@ TEST(TokenizerRobustness, RandomBytesRoundTrip) {
         auto ids = tok->Tokenize(s, true, parse_special);
         ASSERT_TRUE(ids.ok()) << model << ": " << ids.status().ToString();
         for (TokenId id : *ids) ASSERT_TRUE(id >= 0 && id < tok->n_vocab());
-        const std::string back = tok->Detokenize(*ids, /*remove_special=*/true, /*render_special=*/parse_special);
+        const std::string back =
+            tok->Detokenize(*ids, /*remove_special=*/true, /*render_special=*/parse_special);
         if (parse_special) continue;  // specials in the input render as their text only when asked: skip
         const bool spm = tok->TokenText(1) == "<s>";
         if (spm) {
-          // The removed BOS leaves the prefix space in place. SPM symbols follow lead bytes without validation,
-          // so an invalid byte can swallow part of an escaped space, which then reads back as raw U+2581 bytes
-          // (llama.cpp does the same): compare with U+2581 mapped to ' ' on both sides.
+          // The removed BOS leaves the prefix space in place. SPM symbols follow lead bytes without
+          // validation, so an invalid byte can swallow part of an escaped space, which then reads back as raw
+          // U+2581 bytes (llama.cpp does the same): compare with U+2581 mapped to ' ' on both sides.
           EXPECT_EQ(SpaceFor2581(back), s.empty() ? "" : " " + SpaceFor2581(s)) << model << " iter " << iter;
         } else {
           const std::string want = ReplaceInvalid(s);
-          EXPECT_EQ(back, model == std::string(kQwen3) ? want : tok::CleanSpaces(want)) << model << " iter " << iter;
+          EXPECT_EQ(back, model == std::string(kQwen3) ? want : tok::CleanSpaces(want))
+              << model << " iter " << iter;
         }
       }
     }
@@ -298,8 +302,9 @@ TEST(TokenizerSpeed, LoadAndLongPrompt) {
   const auto t5 = std::chrono::steady_clock::now();
   ASSERT_TRUE(word_ids.ok());
   const double word_ms = std::chrono::duration<double, std::milli>(t5 - t4).count();
-  std::printf("[ speed    ] qwen3 load %.0f ms; %zu tokens from %zu bytes in %.1f ms; 50k-char word in %.1f ms\n",
-              load_ms, ids->size(), text.size(), tok_ms, word_ms);
+  std::printf(
+      "[ speed    ] qwen3 load %.0f ms; %zu tokens from %zu bytes in %.1f ms; 50k-char word in %.1f ms\n",
+      load_ms, ids->size(), text.size(), tok_ms, word_ms);
   EXPECT_GT(ids->size(), 10000u);
   EXPECT_EQ((*tok)->Detokenize(*ids, false, true), text);
   // Generous bounds for a loaded CI machine; typical numbers are several times lower.
@@ -308,14 +313,35 @@ TEST(TokenizerSpeed, LoadAndLongPrompt) {
   EXPECT_LT(word_ms, 500);
 }
 
-TEST(TokenizerLoad, RejectsBadMetadata) {
-  // A GGUF with no tokenizer keys: the error names the missing key.
+TEST(TokenizerSpeed, SpmLongPrompt) {
+  REQUIRE_SHARED_FILE(kLlamaSpm);
+  const Tokenizer* tok = SharedTokenizer(kLlamaSpm);
+  ASSERT_NE(tok, nullptr);
+  std::string text;
+  while (text.size() < 60000)
+    text += "Once upon a time, in a land far away, there lived 42 curious llamas 🦙.\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<TokenId> ids = MustTokenize(*tok, text, true, false);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("[ speed    ] llama-spm: %zu tokens from %zu bytes in %.1f ms\n", ids.size(), text.size(), ms);
+  EXPECT_GT(ids.size(), 10000u);
+  EXPECT_EQ(tok->Detokenize(ids, true, false), " " + text);
+  EXPECT_LT(ms, 500);
+}
+
+TEST(TokenizerLoad, SmallVocabularyModel) {
+  // qwen3 architecture with the stories260K SPM vocabulary: the tokenizer follows tokenizer.ggml.model.
   REQUIRE_SHARED_FILE("models/qwen3-tiny-f32.gguf");
   auto file = gguf::File::Open(SharedPath("models/qwen3-tiny-f32.gguf"));
   ASSERT_TRUE(file.ok());
   auto tok = Tokenizer::FromGguf(**file);
-  ASSERT_TRUE(tok.ok()) << tok.status().ToString();  // it has the stories260K vocabulary
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
   EXPECT_EQ((*tok)->n_vocab(), 512);
+  EXPECT_TRUE((*tok)->add_bos());
+  const Tokenizer* stories = SharedTokenizer(kStories);
+  ASSERT_NE(stories, nullptr);
+  EXPECT_EQ(MustTokenize(**tok, "Once upon a time", true, false),
+            MustTokenize(*stories, "Once upon a time", true, false));
 }
 
 }  // namespace

@@ -12,10 +12,12 @@ TEST(Utf8, CompletePrefix) {
   EXPECT_EQ(CompleteUtf8Prefix("a\xF0\x9F\xA6"), 1u);      // 3 of 4 bytes
   EXPECT_EQ(CompleteUtf8Prefix("a\xF0\x9F\xA6\x99"), 5u);  // complete
   EXPECT_EQ(CompleteUtf8Prefix("a\xE4"), 1u);
-  EXPECT_EQ(CompleteUtf8Prefix("a\xFF"), 2u);              // never valid: passed through
-  EXPECT_EQ(CompleteUtf8Prefix("a\x80"), 2u);              // stray continuation
-  EXPECT_EQ(CompleteUtf8Prefix("a\xE4" "b"), 3u);          // broken sequence: passed through
-  EXPECT_EQ(CompleteUtf8Prefix("a\xED\xA0"), 3u);          // would be a surrogate
+  EXPECT_EQ(CompleteUtf8Prefix("a\xFF"), 2u);  // never valid: passed through
+  EXPECT_EQ(CompleteUtf8Prefix("a\x80"), 2u);  // stray continuation
+  EXPECT_EQ(CompleteUtf8Prefix("a\xE4"
+                               "b"),
+            3u);                                   // broken sequence: passed through
+  EXPECT_EQ(CompleteUtf8Prefix("a\xED\xA0"), 3u);  // would be a surrogate
 }
 
 TEST(Utf8, Valid) {
@@ -48,7 +50,10 @@ TEST(Utf8, StreamFlushesIncompleteTail) {
   EXPECT_EQ(stream.pending(), 2u);
   EXPECT_EQ(stream.Flush(), "\xE4\xB8");
   EXPECT_EQ(stream.pending(), 0u);
-  EXPECT_EQ(stream.Push("\xFF" "z"), "\xFF" "z");
+  EXPECT_EQ(stream.Push("\xFF"
+                        "z"),
+            "\xFF"
+            "z");
 }
 
 }  // namespace
