@@ -23,6 +23,7 @@ struct EvalOptions {
   int greedy = 0;
   std::string embed;
   int threads = 0;
+  bool flash_attn = false;
 };
 
 Result<std::vector<int32_t>> ParseTokens(const std::string& s) {
@@ -58,7 +59,7 @@ Result<nlohmann::json> Eval(const EvalOptions& o) {
   kc.n_embd_k = kc.n_embd_v = hp.n_embd_kv();
   LS_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::Create(kc));
   ThreadPool pool(o.threads);
-  Forward fwd(*model, *kv, pool);
+  Forward fwd(*model, *kv, pool, o.flash_attn ? AttentionMode::kFlash : AttentionMode::kStandard);
 
   Batch batch;
   const bool all_rows = o.greedy == 0;  // logits or embeddings for every position
@@ -112,6 +113,8 @@ void AddEvalCommand(CLI::App& root, int* exit_code) {
   auto* greedy = cmd->add_option("--greedy", opts->greedy, "Print N greedy (argmax) continuation ids")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--embed", opts->embed, "Print the pooled, L2-normalised embedding: mean, last or cls")->excludes(greedy);
   cmd->add_option("-t,--threads", opts->threads, "Threads (default: physical cores)");
+  cmd->add_flag("--flash-attn", opts->flash_attn,
+                "Online-softmax attention with an F16 accumulator (llama.cpp -fa on); default off, as the reference");
   cmd->callback([opts, exit_code] {
     Result<nlohmann::json> r = Eval(*opts);
     if (!r.ok()) {

@@ -33,6 +33,7 @@ struct EngineConfig {
   TensorType cache_type_k = TensorType::kF16;
   TensorType cache_type_v = TensorType::kF16;
   bool kv_eager = false;
+  bool flash_attn = true;  // online-softmax attention with an F16 accumulator, as llama-server's default
 };
 
 struct GenerationRequest {

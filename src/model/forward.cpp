@@ -23,7 +23,8 @@ void Grow(std::vector<T>& v, size_t n) {
 
 }  // namespace
 
-Forward::Forward(const Model& model, KvCache& kv, ThreadPool& pool) : model_(model), kv_(kv), pool_(pool) {
+Forward::Forward(const Model& model, KvCache& kv, ThreadPool& pool, AttentionMode mode)
+    : model_(model), kv_(kv), pool_(pool), mode_(mode) {
   attn_scratch_.resize(pool.n_threads());
 }
 
@@ -152,7 +153,7 @@ void Forward::Layer(int il, const Batch& b) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int group = hp.n_head / hp.n_head_kv;
   const int64_t n_tasks = n * hp.n_head;
-  pool_.Run([&](int ith, int nth) {
+  auto attend = [&](int ith, int nth) {
     AttentionScratch& scratch = attn_scratch_[ith];
     for (int64_t t = n_tasks * ith / nth; t < n_tasks * (ith + 1) / nth; ++t) {
       const int64_t i = t / hp.n_head;
@@ -164,10 +165,17 @@ void Forward::Layer(int il, const Batch& b) {
       rows.v = kv_.VRow(il, b.slot[i], 0);
       rows.k_row_bytes = kv_.k_row_bytes();
       rows.v_row_bytes = kv_.v_row_bytes();
-      AttendHead(q_.data() + i * n_q + h * hd, rows, h / group, static_cast<int>(hd), b.pos[i] + 1, scale,
+      AttendHead(mode_, q_.data() + i * n_q + h * hd, rows, h / group, static_cast<int>(hd), b.pos[i] + 1, scale,
                  attn_.data() + i * n_q + h * hd, scratch);
     }
-  });
+  };
+  // Small attention work (short contexts, tiny heads) is not worth waking the pool for.
+  const int64_t work = n_tasks * hd * (kv_.n_cells(b.slot[n - 1]) + b.pos[n - 1] + 1);
+  if (work < (int64_t{1} << 16)) {
+    attend(0, 1);
+  } else {
+    pool_.Run(attend);
+  }
 
   // 7. x += Wo . attn (+ bias)
   MatMul(pool_, L.wo, attn_.data(), n, o_.data(), n_embd, mm_);

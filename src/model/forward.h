@@ -15,7 +15,7 @@ namespace lazyslot {
 
 class Forward {
  public:
-  Forward(const Model& model, KvCache& kv, ThreadPool& pool);
+  Forward(const Model& model, KvCache& kv, ThreadPool& pool, AttentionMode mode = AttentionMode::kStandard);
 
   // Runs the batch. Each slot's tokens must continue its sequence: positions n_cells(slot), +1, ... in order.
   // Writes K/V for every token, then updates the slots' cell counts.
@@ -34,6 +34,7 @@ class Forward {
   const Model& model_;
   KvCache& kv_;
   ThreadPool& pool_;
+  AttentionMode mode_;
   // Activations, [n_tokens, width] row-major.
   std::vector<float> x_, h_, q_, k_, v_, attn_, o_, gate_, up_;
   std::vector<AttentionScratch> attn_scratch_;  // one per thread

@@ -25,10 +25,17 @@ struct AttentionScratch {
   std::vector<float> scores;   // [n_kv]
   std::vector<uint8_t> q_enc;  // q in the K dot type
   std::vector<float> v_row;    // decoded V slice (non-F16/F32 caches)
+  std::vector<uint16_t> acc16; // kFlash: F16 accumulator [head_dim]
+};
+
+// How attention rounds, as llama.cpp's two CPU paths do (-fa off / on). Both give softmax(q.K^T * scale) . V.
+enum class AttentionMode {
+  kStandard,  // all scores, softmax (double sum), probabilities rounded to F16, V summed in f32
+  kFlash,     // one pass with an online softmax; the V accumulator is kept in F16 (llama-server's default)
 };
 
 // out[head_dim] = softmax(scale * q.K[0..n_kv)^T) . V[0..n_kv), over kv head `g`.
-void AttendHead(const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv, float scale, float* out,
+void AttendHead(AttentionMode mode, const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv, float scale, float* out,
                 AttentionScratch& scratch);
 
 }  // namespace lazyslot

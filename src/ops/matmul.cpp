@@ -22,8 +22,9 @@ void MatMul(ThreadPool& pool, const WeightView& w, const float* x, int64_t m, fl
     }
   });
 
-  // Grain: enough rows per chunk that a thread's share is worth waking for.
-  pool.ParallelFor(w.n_out, 16, [&](int64_t begin, int64_t end) {
+  // Grain: enough rows per chunk (~256K multiply-adds) that a thread's share is worth waking it for.
+  const int64_t grain = std::max<int64_t>(16, (int64_t{1} << 18) / std::max<int64_t>(1, w.n_in * m));
+  pool.ParallelFor(w.n_out, grain, [&](int64_t begin, int64_t end) {
     constexpr int64_t kRowTile = 16;  // weight rows per tile, reused across the activation rows
     for (int64_t r0 = begin; r0 < end; r0 += kRowTile) {
       const int64_t r1 = std::min(end, r0 + kRowTile);

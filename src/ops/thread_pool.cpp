@@ -82,7 +82,14 @@ void ThreadPool::Run(const std::function<void(int, int)>& fn) {
   }
   if (sleeping_.load() > 0) cv_.notify_all();
   fn(0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+  // Spin briefly, then yield: on a loaded machine a descheduled worker must not cost us a whole time slice.
+  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < 4096) {
+      _mm_pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   job_ = nullptr;
 }
 

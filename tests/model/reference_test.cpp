@@ -96,8 +96,8 @@ std::vector<std::vector<float>> RunSequences(const Model& model, const std::vect
   for (const auto& s : seqs) longest = std::max(longest, s.size());
   for (size_t i = 0; i < longest; ++i) {
     for (size_t s = 0; s < seqs.size(); ++s) {
-      if (i < seqs[s].size()) const uint8_t flag = hidden ? Batch::kHidden : Batch::kLogits;
-        b.Add(seqs[s][i], static_cast<int32_t>(i), static_cast<int32_t>(s), static_cast<int32_t>(i) >= logits_from ? flag : Batch::kNone);
+      const uint8_t flag = hidden ? Batch::kHidden : Batch::kLogits;
+      if (i < seqs[s].size()) b.Add(seqs[s][i], static_cast<int32_t>(i), static_cast<int32_t>(s), static_cast<int32_t>(i) >= logits_from ? flag : Batch::kNone);
     }
   }
   ForwardOutput out;

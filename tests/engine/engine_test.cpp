@@ -1,0 +1,191 @@
+// Engine tests on real models: llama-server's greedy text for TinyLLama, batching invariance over slots,
+// embeddings, prompt-length errors, the queue bound and cancellation.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+#include "test_util.h"
+
+namespace lazyslot {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Collected {
+  std::string text;
+  std::vector<TokenId> tokens;
+  Event done;
+  bool error = false;
+};
+
+Collected Drain(RequestStream& s) {
+  Collected c;
+  for (;;) {
+    Event ev;
+    if (!s.Pop(&ev, 60s)) {
+      ADD_FAILURE() << "no event within 60 s";
+      c.error = true;
+      return c;
+    }
+    if (ev.type == Event::kToken) {
+      c.text += ev.text;
+      if (ev.token >= 0) c.tokens.push_back(ev.token);
+    } else {
+      c.error = ev.type == Event::kError;
+      c.done = std::move(ev);
+      return c;
+    }
+  }
+}
+
+std::unique_ptr<Engine> MakeEngine(const std::string& model, int n_parallel, int32_t n_ctx, int max_queue = 64) {
+  EngineConfig cfg;
+  cfg.model_path = testing::SharedPath(model);
+  cfg.n_parallel = n_parallel;
+  cfg.n_ctx = n_ctx;
+  cfg.n_threads = 2;
+  cfg.max_queue = max_queue;
+  auto e = Engine::Create(cfg);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return e.ok() ? std::move(e).value() : nullptr;
+}
+
+GenerationRequest Greedy(std::vector<TokenId> prompt, int32_t n) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.n_predict = n;
+  r.sampling.temperature = 0;
+  return r;
+}
+
+TEST(EngineTest, TinyLlamaGreedyMatchesLlamaServer) {
+  REQUIRE_SHARED_FILE("models/TinyLLama-v0-Q4_0.gguf");
+  REQUIRE_SHARED_FILE("reference/server-greedy/TinyLLama-v0-Q4_0.llamacpp-greedy.json");
+  std::ifstream in(testing::SharedPath("reference/server-greedy/TinyLLama-v0-Q4_0.llamacpp-greedy.json"));
+  const auto ref = nlohmann::json::parse(in);
+  auto engine = MakeEngine("models/TinyLLama-v0-Q4_0.gguf", 1, 512);
+  ASSERT_TRUE(engine);
+  for (const auto& c : ref) {
+    auto prompt = engine->tokenizer().Tokenize(c["prompt"].get<std::string>(), true, true);
+    ASSERT_TRUE(prompt.ok());
+    EXPECT_EQ(*prompt, c["tokens_with_bos"].get<std::vector<TokenId>>());
+    const auto expect = c["greedy_tokens"].get<std::vector<TokenId>>();
+    auto stream = engine->Submit(Greedy(*prompt, static_cast<int32_t>(expect.size())));
+    ASSERT_TRUE(stream.ok());
+    Collected got = Drain(**stream);
+    ASSERT_FALSE(got.error) << got.done.error.ToString();
+    EXPECT_EQ(got.tokens, expect) << c["prompt"];
+    EXPECT_EQ(got.text, c["greedy_text"].get<std::string>());
+    EXPECT_EQ(got.done.finish_reason, "length");
+    EXPECT_EQ(got.done.n_prompt, static_cast<int32_t>(prompt->size()));
+    EXPECT_EQ(got.done.n_generated, static_cast<int32_t>(expect.size()));
+  }
+}
+
+TEST(EngineTest, ConcurrentRequestsOverTwoSlotsEqualEachAlone) {
+  REQUIRE_SHARED_FILE("models/stories260K.gguf");
+  auto engine = MakeEngine("models/stories260K.gguf", 2, 512);
+  ASSERT_TRUE(engine);
+  std::vector<std::vector<TokenId>> prompts;
+  for (int i = 0; i < 8; ++i) {
+    std::vector<TokenId> p = {1};
+    for (int j = 0; j <= i * 3; ++j) p.push_back(10 + (i * 37 + j * 11) % 400);
+    prompts.push_back(p);
+  }
+  std::vector<std::string> alone;
+  for (const auto& p : prompts) {
+    auto s = engine->Submit(Greedy(p, 24));
+    ASSERT_TRUE(s.ok());
+    alone.push_back(Drain(**s).text);
+  }
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const auto& p : prompts) {
+    auto s = engine->Submit(Greedy(p, 24));
+    ASSERT_TRUE(s.ok());
+    streams.push_back(*s);
+  }
+  for (size_t i = 0; i < streams.size(); ++i) EXPECT_EQ(Drain(*streams[i]).text, alone[i]) << "request " << i;
+}
+
+TEST(EngineTest, StopStringEndsGenerationBeforeIt) {
+  REQUIRE_SHARED_FILE("models/TinyLLama-v0-Q4_0.gguf");
+  auto engine = MakeEngine("models/TinyLLama-v0-Q4_0.gguf", 1, 512);
+  ASSERT_TRUE(engine);
+  auto prompt = engine->tokenizer().Tokenize("Once upon a time", true, true);
+  ASSERT_TRUE(prompt.ok());
+  GenerationRequest r = Greedy(*prompt, 32);
+  r.stop = {"little gi"};  // spans the tokens " little" and " girl"
+  auto s = engine->Submit(r);
+  ASSERT_TRUE(s.ok());
+  Collected got = Drain(**s);
+  EXPECT_EQ(got.text, ", there was a ");
+  EXPECT_EQ(got.done.finish_reason, "stop");
+}
+
+TEST(EngineTest, PromptLongerThanSlotIsRejectedWithBothNumbers) {
+  REQUIRE_SHARED_FILE("models/stories260K.gguf");
+  auto engine = MakeEngine("models/stories260K.gguf", 2, 64);  // 32 cells per slot
+  ASSERT_TRUE(engine);
+  auto s = engine->Submit(Greedy(std::vector<TokenId>(40, 5), 4));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Code::kOutOfRange);
+  EXPECT_NE(s.status().message().find("40"), std::string::npos);
+  EXPECT_NE(s.status().message().find("32"), std::string::npos);
+  // Context full during generation ends with "length", not an error.
+  auto ok = engine->Submit(Greedy(std::vector<TokenId>(30, 5), 100));
+  ASSERT_TRUE(ok.ok());
+  Collected got = Drain(**ok);
+  EXPECT_FALSE(got.error);
+  EXPECT_EQ(got.done.finish_reason, "length");
+  EXPECT_EQ(got.done.n_generated, 3);  // cells 30 and 31 take two generated tokens; the third has no cell
+}
+
+TEST(EngineTest, EmbeddingIsPooledAndNormalised) {
+  REQUIRE_SHARED_FILE("models/qwen3-hd128-f32.gguf");
+  auto engine = MakeEngine("models/qwen3-hd128-f32.gguf", 2, 256);
+  ASSERT_TRUE(engine);
+  GenerationRequest r;
+  r.prompt = {1, 71, 294, 436, 413};
+  r.embedding = true;
+  r.pooling = PoolingType::kMean;
+  auto s = engine->Submit(r);
+  ASSERT_TRUE(s.ok());
+  Collected got = Drain(**s);
+  ASSERT_FALSE(got.error);
+  ASSERT_EQ(got.done.embedding.size(), static_cast<size_t>(engine->model().hparams().n_embd));
+  double norm = 0;
+  for (float v : got.done.embedding) norm += double(v) * v;
+  EXPECT_NEAR(norm, 1.0, 1e-5);
+}
+
+TEST(EngineTest, QueueBoundAndCancellationFreeSlots) {
+  REQUIRE_SHARED_FILE("models/stories260K.gguf");
+  auto engine = MakeEngine("models/stories260K.gguf", 1, 4096, /*max_queue=*/1);
+  ASSERT_TRUE(engine);
+  auto running = engine->Submit(Greedy({1, 20, 30}, 3000));
+  ASSERT_TRUE(running.ok());
+  // Wait until the slot is busy, then fill the queue.
+  for (int i = 0; i < 200 && !engine->Stats().slots[0].busy; ++i) std::this_thread::sleep_for(5ms);
+  auto queued = engine->Submit(Greedy({1, 20}, 4));
+  ASSERT_TRUE(queued.ok());
+  auto rejected = engine->Submit(Greedy({1, 20}, 4));
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_EQ(rejected.status().code(), Code::kUnavailable);
+  (*running)->Cancel();
+  Collected q = Drain(**queued);  // the queued request runs once the cancelled one left its slot
+  EXPECT_FALSE(q.error);
+  EXPECT_EQ(q.done.n_generated, 4);
+  for (int i = 0; i < 200 && engine->Stats().slots[0].busy; ++i) std::this_thread::sleep_for(5ms);
+  EngineStats st = engine->Stats();
+  EXPECT_FALSE(st.slots[0].busy);
+  EXPECT_EQ(st.slots[0].n_tokens, 0);
+  EXPECT_EQ(st.kv_committed_bytes, 0u);
+  EXPECT_EQ(st.requests_cancelled, 1u);
+}
+
+}  // namespace
+}  // namespace lazyslot
