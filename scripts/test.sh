@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds everything and runs the whole default test suite (labels unit and integration; never bench/fuzz/soak).
+# Installs dependencies, builds everything and runs the default test suite (ctest labels unit and
+# integration; never bench, fuzz or soak). Exits non-zero when any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
 BUILD=${BUILD:-build}
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Release} ${CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"
 cd "$BUILD"
-ctest --output-on-failure -L 'unit|integration' -j"$(nproc)" --timeout 900
+ctest --output-on-failure -L 'unit|integration' -j"$(nproc)" --timeout 1200
