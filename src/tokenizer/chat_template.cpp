@@ -37,6 +37,8 @@ constexpr const char* kChatml = R"JINJA(
 // Llama 2 chat: <s>[INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST] answer </s><s>[INST] user [/INST]
 // The system prompt goes inside the first user turn; generation continues after "[/INST]".
 constexpr const char* kLlama2 = R"JINJA(
+{%- set bos = bos_token if bos_token is defined else '' -%}
+{%- set eos = eos_token if eos_token is defined else '' -%}
 {%- set ns = namespace(system='', system_done=false) -%}
 {%- if messages and messages[0]['role'] == 'system' -%}
   {%- set ns.system = text_of(messages[0]['content']) | trim -%}
@@ -46,21 +48,21 @@ constexpr const char* kLlama2 = R"JINJA(
 {%- endif -%}
 {%- for message in turns -%}
   {%- if message['role'] == 'user' -%}
-    {{- bos_token + '[INST] ' -}}
+    {{- bos + '[INST] ' -}}
     {%- if ns.system and not ns.system_done -%}
       {{- '<<SYS>>\n' + ns.system + '\n<</SYS>>\n\n' -}}
       {%- set ns.system_done = true -%}
     {%- endif -%}
     {{- text_of(message['content']) | trim + ' [/INST]' -}}
   {%- elif message['role'] == 'assistant' -%}
-    {{- ' ' + text_of(message['content']) | trim + ' ' + eos_token -}}
+    {{- ' ' + text_of(message['content']) | trim + ' ' + eos -}}
   {%- endif -%}
 {%- endfor -%}
 )JINJA";
 
 // Llama 3: bos, then <|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|> per turn.
 constexpr const char* kLlama3 = R"JINJA(
-{{- bos_token -}}
+{{- bos_token if bos_token is defined -}}
 {%- for message in messages -%}
   {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' + text_of(message['content']) | trim + '<|eot_id|>' -}}
 {%- endfor -%}

@@ -191,28 +191,44 @@ Status Evaluator::ExecSet(const Stmt& s, const Value& v) {
   return Status::Ok();
 }
 
-Value Evaluator::MakeLoop(const std::vector<Value>& items, size_t i) {
-  const int64_t n = static_cast<int64_t>(items.size());
-  const int64_t k = static_cast<int64_t>(i);
+// One `loop` object per for-statement, updated in place each iteration (as Jinja's LoopContext): cheaper than
+// a fresh dict per iteration. Slots are fixed so the update is a handful of stores.
+namespace {
+enum LoopSlot { kIndex, kIndex0, kRevindex, kRevindex0, kFirst, kLast, kPrevitem, kNextitem, kLength };
+}  // namespace
+
+Value Evaluator::MakeLoop(size_t n, std::shared_ptr<size_t> current) {
   std::vector<std::pair<std::string, Value>> loop = {
-      {"index", Value::Int(k + 1)},         {"index0", Value::Int(k)},
-      {"revindex", Value::Int(n - k)},      {"revindex0", Value::Int(n - k - 1)},
-      {"first", Value::Bool(k == 0)},       {"last", Value::Bool(k == n - 1)},
-      {"length", Value::Int(n)},            {"depth", Value::Int(1)},
-      {"depth0", Value::Int(0)},
+      {"index", Value()},    {"index0", Value()}, {"revindex", Value()}, {"revindex0", Value()},
+      {"first", Value()},    {"last", Value()},   {"previtem", Value()}, {"nextitem", Value()},
+      {"length", Value::Int(static_cast<int64_t>(n))}, {"depth", Value::Int(1)}, {"depth0", Value::Int(0)},
   };
-  if (i > 0) loop.emplace_back("previtem", items[i - 1]);
-  if (i + 1 < items.size()) loop.emplace_back("nextitem", items[i + 1]);
-  loop.emplace_back("cycle", Value::Function("cycle", [i](Evaluator&, CallArgs& args) -> Result<Value> {
+  loop.emplace_back("cycle", Value::Function("cycle", [current](Evaluator&, CallArgs& args) -> Result<Value> {
                       if (args.positional.empty()) return InvalidArgument("loop.cycle() needs at least one value");
-                      return args.positional[i % args.positional.size()];
+                      return args.positional[*current % args.positional.size()];
                     }));
   return Value::Object(std::move(loop));
 }
 
+void Evaluator::UpdateLoop(const Value& loop, const std::vector<Value>& items, size_t i) {
+  auto& slots = loop.object().items;
+  const int64_t n = static_cast<int64_t>(items.size());
+  const int64_t k = static_cast<int64_t>(i);
+  slots[kIndex].second = Value::Int(k + 1);
+  slots[kIndex0].second = Value::Int(k);
+  slots[kRevindex].second = Value::Int(n - k);
+  slots[kRevindex0].second = Value::Int(n - k - 1);
+  slots[kFirst].second = Value::Bool(k == 0);
+  slots[kLast].second = Value::Bool(k == n - 1);
+  slots[kPrevitem].second = i > 0 ? items[i - 1] : Value();
+  slots[kNextitem].second = i + 1 < items.size() ? items[i + 1] : Value();
+}
+
 Status Evaluator::ExecFor(const Stmt& s, std::string* out) {
   LS_ASSIGN_OR_RETURN(Value iterable, Eval(*s.expr));
-  LS_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(iterable));
+  Result<std::vector<Value>> iterated = Iterate(iterable);
+  if (!iterated.ok()) return WithPosition(iterated.status(), s.expr->line, s.expr->col);
+  std::vector<Value> items = std::move(iterated).value();
   auto bind = [&](const Value& item) -> Status {
     if (s.targets.size() == 1) {
       Assign(s.targets[0], item);
@@ -229,7 +245,7 @@ Status Evaluator::ExecFor(const Stmt& s, std::string* out) {
   if (s.cond) {  // "for x in xs if c": filter first, so loop.length counts the kept items
     std::vector<Value> kept;
     for (const Value& item : items) {
-      LS_RETURN_IF_ERROR(Charge(1));
+      LS_RETURN_IF_ERROR(Charge(kIterationCost));
       PushScope(scopes_.size() - 1);
       Status st = bind(item);
       Result<Value> c = st.ok() ? Eval(*s.cond) : Result<Value>(st);
@@ -240,10 +256,14 @@ Status Evaluator::ExecFor(const Stmt& s, std::string* out) {
     items = std::move(kept);
   }
   if (items.empty()) return ExecBody(s.else_body, out);
+  auto current = std::make_shared<size_t>(0);
+  const Value loop = MakeLoop(items.size(), current);
   for (size_t i = 0; i < items.size(); ++i) {
-    LS_RETURN_IF_ERROR(Charge(1));
+    LS_RETURN_IF_ERROR(Charge(kIterationCost));
     PushScope(scopes_.size() - 1);
-    Assign("loop", MakeLoop(items, i));
+    *current = i;
+    UpdateLoop(loop, items, i);
+    Assign("loop", loop);
     Status st = bind(items[i]);
     if (st.ok()) st = ExecBody(s.body, out);
     PopScope();
@@ -271,6 +291,7 @@ Result<Value> Evaluator::CallMacro(const Stmt& macro, size_t def_scope, CallArgs
     for (const auto& p : macro.params) known = known || p == k;
     if (!known) return InvalidArgument("macro '" + macro.name + "' has no parameter '" + k + "'");
   }
+  LS_RETURN_IF_ERROR(Charge(kIterationCost));
   PushScope(std::min(def_scope, scopes_.size() - 1));
   ++call_depth_;
   Status st;

@@ -17,12 +17,16 @@ namespace lazyslot::jinja {
 
 struct RenderLimits {
   size_t max_output_bytes = size_t{64} << 20;  // rendered text
-  // Work units: one per loop iteration / list item built / byte of string built. Bounds time and memory.
+  // Work units: kIterationCost per loop iteration or macro call, one per list item or string byte built.
+  // Bounds time (a few seconds at most) and memory.
   int64_t max_work = int64_t{1} << 28;
   int max_call_depth = 100;    // nested macro calls
   int max_eval_depth = 2000;   // nested Eval/Exec frames in total (keeps the C++ stack small)
   int64_t max_range = 100000;  // range() length, as Jinja's sandbox
 };
+
+// Work units charged per loop iteration and macro call (each costs far more than copying a byte).
+inline constexpr int64_t kIterationCost = 32;
 
 class Evaluator {
  public:
@@ -61,7 +65,8 @@ class Evaluator {
   Result<Value> CallMacro(const Stmt& macro, size_t def_scope, CallArgs& args);
   void PushScope(size_t parent);
   void PopScope();
-  Value MakeLoop(const std::vector<Value>& items, size_t i);
+  Value MakeLoop(size_t n, std::shared_ptr<size_t> current);
+  void UpdateLoop(const Value& loop, const std::vector<Value>& items, size_t i);
 
   Value Lookup(const std::string& name) const;
   void Assign(const std::string& name, Value v);

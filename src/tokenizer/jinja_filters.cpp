@@ -21,12 +21,6 @@ bool BoolArg(const CallArgs& a, size_t i, const char* name, bool def) {
   return v.is_undefined() ? def : v.Truthy();
 }
 
-Value StrList(std::vector<std::string> parts) {
-  std::vector<Value> items;
-  for (auto& p : parts) items.push_back(Value::String(std::move(p)));
-  return Value::Array(std::move(items));
-}
-
 // Sort/unique key: with case_sensitive=False strings compare lower-cased, as Jinja's ignore_case.
 Value SortKey(const Value& v, const std::string& attribute, bool case_sensitive) {
   Value k = attribute.empty() ? v : GetAttrPath(v, attribute);

@@ -205,13 +205,14 @@ class Lexer {
     const char closer = is_var ? '}' : '%';
     Emit(is_var ? Tok::kVarBegin : Tok::kBlockBegin, "", tag);
     size_t p = body;
-    int brackets = 0;
+    std::string brackets;  // open ( [ { not yet closed
     const size_t n = src_.size();
     while (true) {
       while (p < n && IsSpace(src_[p])) ++p;
       if (p >= n) return ErrorAt(tag, std::string("unclosed '") + (is_var ? "{{" : "{%") + "' tag");
-      // Tag end: "-%}", "+%}", "%}" (only outside brackets, so dict literals may end in "}}").
-      if (brackets == 0) {
+      // Tag end: "-%}", "+%}", "%}". "}}" inside an open "{" is two closing braces (a dict literal may end
+      // a {{ }} tag), anywhere else it ends the tag so an unclosed "[" or "(" is reported by the parser.
+      if (!is_var || brackets.empty() || brackets.back() != '{') {
         char mod = '\0';
         size_t q = p;
         if ((src_[q] == '-' || src_[q] == '+') && q + 1 < n && src_[q + 1] == closer) mod = src_[q++];
@@ -242,8 +243,8 @@ class Lexer {
           }
           op = std::string(1, c);
         }
-        if (op == "(" || op == "[" || op == "{") ++brackets;
-        if ((op == ")" || op == "]" || op == "}") && brackets > 0) --brackets;
+        if (op == "(" || op == "[" || op == "{") brackets += op[0];
+        if ((op == ")" || op == "]" || op == "}") && !brackets.empty()) brackets.pop_back();
         Emit(Tok::kOp, op, p);
         p += op.size();
       }

@@ -625,6 +625,8 @@ class Parser {
         Advance();
         if (Cur().type == Tok::kName) {
           ExprPtr a = NewExpr(ExprKind::kAttr, at);
+          a->line = e->line;  // errors point at the start of "obj.attr"
+          a->col = e->col;
           a->name = Cur().text;
           Advance();
           a->args.push_back(std::move(e));
@@ -699,6 +701,8 @@ class Parser {
 
   Result<ExprPtr> ParseCall(ExprPtr callee) {
     ExprPtr c = NewExpr(ExprKind::kCall, Cur());
+    c->line = callee->line;  // errors point at the callee, not at "("
+    c->col = callee->col;
     c->args.push_back(std::move(callee));
     LS_RETURN_IF_ERROR(ParseArgs(c.get()));
     return Done(std::move(c));

@@ -339,6 +339,7 @@ std::string PyQuote(const std::string& s) {
 void AppendPy(const Value& v, bool repr, std::string* out) {
   switch (v.kind()) {
     case Kind::kUndefined:
+      if (repr) *out += "Undefined";
       return;
     case Kind::kNone:
       *out += "None";
