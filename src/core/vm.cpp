@@ -52,6 +52,35 @@ Result<size_t> ResidentPages(const void* p, size_t bytes) {
   return resident;
 }
 
+Status AdviseNoHugePages(void* p, size_t bytes) {
+  if (!p || bytes == 0) return Status::Ok();
+  if (madvise(p, AlignUp(bytes, PageSize()), MADV_NOHUGEPAGE) != 0) {
+    return IoError(std::string("madvise(MADV_NOHUGEPAGE) failed: ") + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Result<uint64_t> MappingRssBytes(const void* p) {
+  FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (!f) return IoError(std::string("cannot open /proc/self/smaps: ") + std::strerror(errno));
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  char line[512];
+  bool inside = false;
+  Result<uint64_t> out = NotFound("no mapping in /proc/self/smaps contains the address");
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long long lo = 0, hi = 0, kb = 0;
+    // Mapping header lines start with "lo-hi " in hex; field lines ("Rss:   12 kB") never parse as that.
+    if (std::sscanf(line, "%llx-%llx ", &lo, &hi) == 2) {
+      inside = addr >= lo && addr < hi;
+    } else if (inside && std::sscanf(line, "Rss: %llu kB", &kb) == 1) {
+      out = static_cast<uint64_t>(kb) * 1024;
+      break;
+    }
+  }
+  std::fclose(f);
+  return out;
+}
+
 ProcessMemory ReadProcessMemory() {
   ProcessMemory m;
   FILE* f = std::fopen("/proc/self/status", "r");

@@ -17,8 +17,14 @@ Result<void*> Reserve(size_t bytes);
 void Unreserve(void* p, size_t bytes);
 // Returns the pages of [p, p + bytes) to the kernel (p page-aligned; bytes rounded up). They read as zero after.
 Status Release(void* p, size_t bytes);
-// Pages of [p, p + bytes) that are resident, by mincore(). p page-aligned.
+// Pages of [p, p + bytes) that are resident, by mincore(). p page-aligned. For a file mapping this is the
+// page cache's view (pages stay "resident" after MADV_DONTNEED); use MappingRssBytes for the process's share.
 Result<size_t> ResidentPages(const void* p, size_t bytes);
+// Asks the kernel not to back [p, p + bytes) with transparent huge pages (p page-aligned), so pages commit
+// one at a time and committed bytes stay proportional to what was written.
+Status AdviseNoHugePages(void* p, size_t bytes);
+// Resident bytes this process maps for the mapping that contains `p` ("Rss:" of its /proc/self/smaps entry).
+Result<uint64_t> MappingRssBytes(const void* p);
 
 // Process memory from /proc/self: resident set, and its anonymous and file-backed parts (bytes).
 struct ProcessMemory {

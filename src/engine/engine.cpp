@@ -388,8 +388,8 @@ void Engine::Impl::Release(Slot& s) {
   s.sampler.reset();
   std::vector<float>().swap(s.hidden);
   // The slot's cells are dropped and their pages returned to the kernel at once.
-  Status st = kv->Trim(s.id, 0);
-  if (!st.ok()) LS_LOG_WARN("slot %d: releasing KV pages failed: %s", s.id, st.ToString().c_str());
+  Result<uint64_t> st = kv->Trim(s.id, 0);
+  if (!st.ok()) LS_LOG_WARN("slot %d: releasing KV pages failed: %s", s.id, st.status().ToString().c_str());
 }
 
 }  // namespace lazyslot

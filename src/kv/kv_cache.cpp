@@ -10,14 +10,33 @@
 
 namespace lazyslot {
 
+bool ParseKvCacheType(const std::string& name, TensorType* out) {
+  for (TensorType t : {TensorType::kF16, TensorType::kQ8_0, TensorType::kF32}) {
+    if (name == TypeName(t)) {
+      *out = t;
+      return true;
+    }
+  }
+  return false;
+}
+
 Result<std::unique_ptr<KvCache>> KvCache::Create(const KvConfig& c) {
   if (c.n_layer <= 0 || c.n_slot <= 0 || c.n_ctx_slot <= 0 || c.n_embd_k <= 0 || c.n_embd_v <= 0) {
     return InvalidArgument("kv cache: layers, slots, cells per slot and row widths must be positive");
   }
   for (TensorType t : {c.type_k, c.type_v}) {
-    if (c.n_embd_k % Traits(t).block_size != 0 || c.n_embd_v % Traits(t).block_size != 0) {
-      return InvalidArgument(std::string("kv cache: row width is not a multiple of the ") + TypeName(t) +
-                             " block size");
+    if (t != TensorType::kF16 && t != TensorType::kQ8_0 && t != TensorType::kF32) {
+      return Unimplemented(std::string("kv cache: type ") + TypeName(t) + " is not supported (f16, q8_0 or f32)");
+    }
+    const int64_t block = Traits(t).block_size;
+    if (c.n_embd_k % block != 0 || c.n_embd_v % block != 0) {
+      return InvalidArgument(std::string("kv cache: row width ") + std::to_string(c.n_embd_k) +
+                             " is not a multiple of the " + TypeName(t) + " block size " + std::to_string(block));
+    }
+    if (c.head_dim > 0 && c.head_dim % block != 0) {
+      return InvalidArgument(std::string("kv cache: type ") + TypeName(t) + " stores blocks of " +
+                             std::to_string(block) + " values, but this model's head_dim is " +
+                             std::to_string(c.head_dim) + " (each head's slice must be whole blocks); use f16 or f32");
     }
   }
   std::unique_ptr<KvCache> kv(new KvCache());
@@ -31,6 +50,10 @@ Result<std::unique_ptr<KvCache>> KvCache::Create(const KvConfig& c) {
   LS_ASSIGN_OR_RETURN(void* p, vm::Reserve(kv->reserved_));
   kv->base_ = static_cast<uint8_t*>(p);
   kv->slots_.resize(c.n_slot);
+  // Pages, not 2 MiB huge pages: with THP "always" the first row written would commit 2 MiB of a run, and
+  // committed memory would no longer follow the tokens held (docs/decisions/0001-kv-arena-layout.md).
+  Status st = vm::AdviseNoHugePages(kv->base_, kv->reserved_);
+  if (!st.ok()) LS_LOG_WARN("kv cache: %s (committed memory may grow in 2 MiB steps)", st.message().c_str());
   if (c.eager) {
     // Eager mode only: commit and zero every page now, as llama.cpp does at start-up.
     std::memset(kv->base_, 0, kv->reserved_);
@@ -55,14 +78,36 @@ void KvCache::SetCells(int slot, int32_t n) {
   s.high_water = std::max(s.high_water, n);
 }
 
-uint64_t KvCache::CommittedForCells(int32_t cells) const {
+uint64_t KvCache::BytesForCells(int32_t cells) const {
+  cells = std::clamp<int32_t>(cells, 0, config_.n_ctx_slot);
   const size_t page = vm::PageSize();
   const uint64_t k = vm::AlignUp(k_row_bytes_ * static_cast<size_t>(cells), page);
   const uint64_t v = vm::AlignUp(v_row_bytes_ * static_cast<size_t>(cells), page);
   return static_cast<uint64_t>(config_.n_layer) * (k + v);
 }
 
-uint64_t KvCache::committed_bytes(int slot) const { return CommittedForCells(slots_[slot].high_water); }
+int32_t KvCache::CellsForBytes(uint64_t bytes) const {
+  // BytesForCells is non-decreasing in cells: binary search for the last count that fits.
+  int32_t lo = 0, hi = config_.n_ctx_slot;
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo + 1) / 2;
+    if (BytesForCells(mid) <= bytes) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+uint64_t KvCache::reserved_bytes_k() const {
+  return static_cast<uint64_t>(config_.n_layer) * config_.n_slot * k_run_stride_;
+}
+uint64_t KvCache::reserved_bytes_v() const {
+  return static_cast<uint64_t>(config_.n_layer) * config_.n_slot * v_run_stride_;
+}
+
+uint64_t KvCache::committed_bytes(int slot) const { return BytesForCells(slots_[slot].high_water); }
 
 uint64_t KvCache::committed_bytes() const {
   uint64_t total = 0;
@@ -70,11 +115,12 @@ uint64_t KvCache::committed_bytes() const {
   return total;
 }
 
-Status KvCache::Trim(int slot, int32_t n_keep) {
+Result<uint64_t> KvCache::Trim(int slot, int32_t n_keep) {
   SlotCells& s = slots_[slot];
   n_keep = std::clamp<int32_t>(n_keep, 0, config_.n_ctx_slot);
   s.n_cells = std::min(s.n_cells, n_keep);
-  if (s.high_water <= n_keep) return Status::Ok();
+  if (config_.eager || s.high_water <= n_keep) return uint64_t{0};
+  const uint64_t before = committed_bytes(slot);
   const size_t page = vm::PageSize();
   for (int il = 0; il < config_.n_layer; ++il) {
     for (int kv = 0; kv < 2; ++kv) {
@@ -85,13 +131,18 @@ Status KvCache::Trim(int slot, int32_t n_keep) {
     }
   }
   s.high_water = n_keep;
-  return Status::Ok();
+  return before - committed_bytes(slot);
 }
 
-Status KvCache::ReleaseAll() {
+Result<uint64_t> KvCache::ReleaseAll() {
+  if (config_.eager) {
+    for (auto& s : slots_) s.n_cells = 0;
+    return uint64_t{0};
+  }
+  const uint64_t before = committed_bytes();
   LS_RETURN_IF_ERROR(vm::Release(base_, reserved_));
   for (auto& s : slots_) s = SlotCells{};
-  return Status::Ok();
+  return before;
 }
 
 Result<uint64_t> KvCache::ResidentBytes() const {

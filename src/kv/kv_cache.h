@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -19,10 +20,16 @@ struct KvConfig {
   int32_t n_ctx_slot = 0;  // cells per slot
   int64_t n_embd_k = 0;    // n_head_kv * head_dim_k
   int64_t n_embd_v = 0;    // n_head_kv * head_dim_v
+  // Width of one head's slice of a row; attention addresses each head's slice on its own, so a block type
+  // (q8_0) needs head_dim to be a multiple of its block size. 0: not checked beyond the row width.
+  int64_t head_dim = 0;
   TensorType type_k = TensorType::kF16;
   TensorType type_v = TensorType::kF16;
   bool eager = false;  // commit and zero-fill everything at creation (llama.cpp's behaviour, for comparison)
 };
+
+// KV cache types a user may choose (--cache-type-k/-v): f16, q8_0, f32.
+bool ParseKvCacheType(const std::string& name, TensorType* out);
 
 class KvCache {
  public:
@@ -47,18 +54,28 @@ class KvCache {
 
   // Cell bookkeeping: a slot's sequence holds cells [0, n_cells) (cell index = position).
   int32_t n_cells(int slot) const { return slots_[slot].n_cells; }
+  // Most cells written since the slot's last trim/release: what its committed pages cover.
+  int32_t high_water(int slot) const { return slots_[slot].high_water; }
   // Records that cells [0, n) now hold data (called after the forward pass wrote them).
   void SetCells(int slot, int32_t n);
-  // Keeps cells [0, n_keep) and returns the pages past them to the kernel at once.
-  Status Trim(int slot, int32_t n_keep);
-  // Returns every page of every slot (idle release).
-  Status ReleaseAll();
+  // Keeps cells [0, n_keep) and returns the pages past them to the kernel at once. Returns the bytes given
+  // back. Eager mode keeps every page (as llama.cpp does) and only moves the cell count.
+  Result<uint64_t> Trim(int slot, int32_t n_keep);
+  // Returns every page of every slot (idle release); eager mode only empties the slots. Returns the bytes.
+  Result<uint64_t> ReleaseAll();
 
   // Memory accounting. Reserved = address space; committed = pages touched per the cache's own tracking
   // (high-water mark of each slot since its last trim), which mincore() confirms in the memory tests.
   uint64_t reserved_bytes() const { return reserved_; }
+  uint64_t reserved_bytes_k() const;
+  uint64_t reserved_bytes_v() const;
   uint64_t committed_bytes() const;
   uint64_t committed_bytes(int slot) const;
+  // Bytes one slot commits when it holds `cells` cells (all layers, K and V, whole pages). The budget
+  // admission reserves with this, so it is the same page math as the tracking above.
+  uint64_t BytesForCells(int32_t cells) const;
+  // Most cells one slot can hold within `bytes` (capped at n_ctx_slot).
+  int32_t CellsForBytes(uint64_t bytes) const;
   // Pages the kernel reports resident over the whole arena (mincore), in bytes.
   Result<uint64_t> ResidentBytes() const;
   // Resident pages of one (layer, K|V, slot) run (for tests).
@@ -68,7 +85,6 @@ class KvCache {
  private:
   KvCache() = default;
   uint8_t* RunBase(int il, int kv, int slot) const;
-  uint64_t CommittedForCells(int32_t cells) const;
 
   struct SlotCells {
     int32_t n_cells = 0;
