@@ -15,6 +15,7 @@ namespace lazyslot {
 
 using TokenId = int32_t;
 
+// Immutable after FromGguf: every method is const and safe to call from several threads at once.
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;

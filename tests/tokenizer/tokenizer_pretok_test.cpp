@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "tokenizer/tokenizer_vocab.h"
 #include "tokenizer/unicode.h"
 
@@ -66,6 +68,23 @@ TEST(PreTokenizer, UnassignedCodePointsAreOther) {
   // punctuation: two in a row form one word.
   EXPECT_EQ(Words(PreType::kGpt2, "\u0378\u0378"), (W{"\u0378\u0378"}));
   EXPECT_EQ(Words(PreType::kLlama3, " \u0378\u0378x"), (W{" \u0378\u0378", "x"}));
+}
+
+TEST(PreTokenizer, RandomInputsCoverEveryCodePoint) {
+  // Words() checks that lengths are positive and add up; mix the classes the splitters branch on.
+  const uint32_t pool[] = {'a', 'Z',  '1',    ' ',    ' ',    '\n',   '\r',   '\t',    '\'', 's',   '.',
+                           '+', 0xA0, 0x3000, 0x0378, 0x4E2D, 0x0663, 0xFFFD, 0x1F999, 0x85, 0x0301};
+  std::mt19937 rng(7);
+  for (PreType type : {PreType::kDefault, PreType::kGpt2, PreType::kLlama3, PreType::kQwen2}) {
+    for (int iter = 0; iter < 500; ++iter) {
+      std::string text;
+      const int len = rng() % 24;
+      for (int k = 0; k < len; ++k) unicode::AppendUtf8(pool[rng() % std::size(pool)], &text);
+      std::string joined;
+      for (const std::string& w : Words(type, text)) joined += w;
+      ASSERT_EQ(joined, text) << PreTypeName(type);
+    }
+  }
 }
 
 TEST(Unicode, Categories) {

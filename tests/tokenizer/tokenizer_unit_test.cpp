@@ -161,7 +161,14 @@ void CheckServerGreedy(const char* model, const char* reference) {
       EXPECT_EQ(tok->TokenToPiece(id, false), step["text"].get<std::string>()) << "token " << id;
     }
     for (TokenId id : greedy) streamed += tok->TokenToPiece(id, false);
-    EXPECT_EQ(streamed, entry["greedy_text"].get<std::string>()) << prompt;
+    const std::string greedy_text = entry["greedy_text"];
+    EXPECT_EQ(streamed, greedy_text) << prompt;
+    // As one sequence: the kept-out BOS leaves the prompt's prefix space; alone, index 0 loses its space.
+    std::vector<TokenId> all = with_bos;
+    all.insert(all.end(), greedy.begin(), greedy.end());
+    EXPECT_EQ(tok->Detokenize(all, true, false), " " + prompt + greedy_text);
+    EXPECT_EQ(tok->Detokenize(greedy, false, false),
+              greedy_text[0] == ' ' ? greedy_text.substr(1) : greedy_text);
   }
 }
 
