@@ -3,25 +3,12 @@
 
 #include <algorithm>
 
+#include "tokenizer/utf8.h"
+
 namespace lazyslot {
 
 TextOutput::TextOutput(std::vector<std::string> stop) : stop_(std::move(stop)) {
   stop_.erase(std::remove(stop_.begin(), stop_.end(), std::string()), stop_.end());
-}
-
-size_t CompleteUtf8Prefix(const std::string& s) {
-  // Look back at most 3 bytes for a lead byte whose sequence is cut off.
-  const size_t n = s.size();
-  for (size_t back = 1; back <= 4 && back <= n; ++back) {
-    const unsigned char c = static_cast<unsigned char>(s[n - back]);
-    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
-    size_t len = 1;
-    if ((c & 0xE0) == 0xC0) len = 2;
-    else if ((c & 0xF0) == 0xE0) len = 3;
-    else if ((c & 0xF8) == 0xF0) len = 4;
-    return len > back ? n - back : n;
-  }
-  return n;  // only continuation bytes (invalid UTF-8): nothing to wait for
 }
 
 std::string TextOutput::Append(const std::string& piece, bool* hit_stop) {

@@ -23,7 +23,4 @@ class TextOutput {
   std::string pending_;  // not yet sent
 };
 
-// Length of the longest prefix of s that does not end inside a UTF-8 sequence.
-size_t CompleteUtf8Prefix(const std::string& s);
-
 }  // namespace lazyslot

@@ -48,13 +48,5 @@ TEST(TextOutputTest, PartialUtf8IsHeldUntilComplete) {
   EXPECT_EQ(t.Flush(), "\xF0\x9F");
 }
 
-TEST(TextOutputTest, CompleteUtf8Prefix) {
-  EXPECT_EQ(CompleteUtf8Prefix("abc"), 3u);
-  EXPECT_EQ(CompleteUtf8Prefix("ab\xC3"), 2u);
-  EXPECT_EQ(CompleteUtf8Prefix("ab\xC3\xA9"), 4u);
-  EXPECT_EQ(CompleteUtf8Prefix("\xF0\x9F\x98"), 0u);
-  EXPECT_EQ(CompleteUtf8Prefix("\x80\x80"), 2u);
-}
-
 }  // namespace
 }  // namespace lazyslot
