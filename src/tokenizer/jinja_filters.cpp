@@ -86,13 +86,12 @@ Result<Value> ToJsonFilter(Evaluator& ev, CallArgs& a) {
   const Value& indent = Arg(a, 2, "indent");
   if (indent.is_int() || indent.is_bool()) {
     opt.indent = std::string(static_cast<size_t>(std::clamp<int64_t>(indent.int_value(), 0, 64)), ' ');
-    opt.item_sep = ",";
   } else if (indent.is_string()) {
     opt.indent = indent.str().substr(0, 64);
-    opt.item_sep = ",";
   } else if (!indent.is_undefined() && !indent.is_none()) {
     return InvalidArgument("tojson: indent must be an int or a string");
   }
+  if (opt.indent) opt.item_sep.resize(1);  // json.dumps uses "," (no space) with an indent
   const Value& seps = Arg(a, 3, "separators");
   if (seps.is_array() && seps.items().size() == 2 && seps.items()[0].is_string() && seps.items()[1].is_string()) {
     opt.item_sep = seps.items()[0].str();

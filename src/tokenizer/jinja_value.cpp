@@ -289,18 +289,27 @@ std::string FormatPyFloat(double d) {
   std::string out = neg ? "-" : "";
   if (exp10 < -4 || exp10 >= 16) {
     out += digits[0];
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) {
+      out += '.';
+      out.append(digits, 1, std::string::npos);
+    }
     char eb[16];
     std::snprintf(eb, sizeof(eb), "e%c%02d", exp10 < 0 ? '-' : '+', std::abs(exp10));
     return out + eb;
   }
   int point = exp10 + 1;  // digits before the decimal point
   if (point <= 0) {
-    out += "0." + std::string(static_cast<size_t>(-point), '0') + digits;
+    out += "0.";
+    out.append(static_cast<size_t>(-point), '0');
+    out += digits;
   } else if (static_cast<size_t>(point) >= digits.size()) {
-    out += digits + std::string(static_cast<size_t>(point) - digits.size(), '0') + ".0";
+    out += digits;
+    out.append(static_cast<size_t>(point) - digits.size(), '0');
+    out += ".0";
   } else {
-    out += digits.substr(0, point) + "." + digits.substr(point);
+    out.append(digits, 0, static_cast<size_t>(point));
+    out += '.';
+    out.append(digits, static_cast<size_t>(point), std::string::npos);
   }
   return out;
 }
