@@ -1,0 +1,255 @@
+// Test harness for the server integration tests: starts the real `lazyslot serve` on a free loopback port,
+// waits for /health, and talks to it with the `curl` command line (and raw sockets for disconnects).
+#pragma once
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_util.h"
+
+namespace lazyslot::testing {
+
+using nlohmann::json;
+
+// A scratch directory for this test process (bodies and outputs of curl calls, server logs).
+inline const std::string& ScratchDir() {
+  static const std::string dir = [] {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "lazyslot-server-test-XXXXXX").string();
+    const char* d = mkdtemp(tmpl.data());
+    return std::string(d ? d : "/tmp");
+  }();
+  return dir;
+}
+
+inline std::string NewScratchFile(const std::string& stem) {
+  static std::atomic<int> n{0};
+  return ScratchDir() + "/" + stem + "-" + std::to_string(n.fetch_add(1));
+}
+
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A port that was free a moment ago: bind port 0, read the port, close (serve takes --port as llama-server).
+inline int FreePort() {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(s);
+    return -1;
+  }
+  socklen_t len = sizeof(a);
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+inline std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+struct HttpResult {
+  int status = 0;  // 0: curl could not connect / failed
+  std::string body;
+  json Json() const {
+    json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+    return j;
+  }
+};
+
+// One HTTP request with curl. `body` empty: no body. Thread-safe (unique scratch files per call).
+inline HttpResult Curl(const std::string& method, const std::string& url, const std::string& body = "",
+                       const std::vector<std::string>& headers = {}, int max_time_s = 300) {
+  const std::string out = NewScratchFile("out");
+  std::string cmd = "curl -sS -N -o " + ShellQuote(out) + " -w '%{http_code}' --max-time " +
+                    std::to_string(max_time_s) + " -X " + method;
+  for (const std::string& h : headers) cmd += " -H " + ShellQuote(h);
+  if (!body.empty()) {
+    const std::string in = NewScratchFile("body");
+    std::ofstream(in, std::ios::binary) << body;
+    cmd += " -H 'Content-Type: application/json' --data-binary @";
+    cmd += ShellQuote(in);  // appended apart: GCC 12 warns falsely (-Wrestrict) on "literal" + string&&
+  }
+  cmd += " " + ShellQuote(url) + " 2>/dev/null";
+  HttpResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[64] = {0};
+  const size_t n = fread(buf, 1, sizeof(buf) - 1, p);
+  buf[n] = 0;
+  pclose(p);
+  r.status = std::atoi(buf);
+  r.body = ReadAll(out);
+  return r;
+}
+
+// The `data:` payloads of an SSE body, in order ("[DONE]" included as is).
+inline std::vector<std::string> SseData(const std::string& body) {
+  std::vector<std::string> out;
+  std::istringstream in(body);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("data: ", 0) == 0) out.push_back(line.substr(6));
+  }
+  return out;
+}
+
+// A running `lazyslot serve`; stopped with SIGTERM (then SIGKILL) when destroyed.
+class ServerProcess {
+ public:
+  // Starts serve with `args` (model flags and others) on a free port and waits up to 120 s for /health 200.
+  static std::unique_ptr<ServerProcess> Start(const std::vector<std::string>& args, std::string* error) {
+    auto sp = std::unique_ptr<ServerProcess>(new ServerProcess());
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      sp->port_ = FreePort();
+      sp->log_path_ = NewScratchFile("server-log");
+      std::vector<std::string> argv = {LAZYSLOT_BINARY, "serve", "--host", "127.0.0.1", "--port",
+                                       std::to_string(sp->port_)};
+      argv.insert(argv.end(), args.begin(), args.end());
+      sp->pid_ = fork();
+      if (sp->pid_ == 0) {
+        FILE* log = std::fopen(sp->log_path_.c_str(), "w");
+        if (log) {
+          dup2(fileno(log), 1);
+          dup2(fileno(log), 2);
+        }
+        std::vector<char*> cargv;
+        for (std::string& a : argv) cargv.push_back(a.data());
+        cargv.push_back(nullptr);
+        execv(cargv[0], cargv.data());
+        _exit(127);
+      }
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+      while (std::chrono::steady_clock::now() < deadline) {
+        int wstatus = 0;
+        if (waitpid(sp->pid_, &wstatus, WNOHANG) == sp->pid_) {  // exited: port taken or bad flags
+          sp->pid_ = -1;
+          break;
+        }
+        HttpResult h = Curl("GET", sp->Url("/health"), "", {}, 5);
+        sp->health_codes_.push_back(h.status);
+        if (h.status == 200) return sp;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      if (sp->pid_ > 0) break;  // alive but never healthy: do not retry
+    }
+    if (error) *error = "lazyslot serve did not become healthy; log:\n" + sp->Log();
+    return nullptr;
+  }
+
+  ~ServerProcess() { Stop(); }
+
+  // SIGTERM and wait (10 s), then SIGKILL. Returns the exit status (-1 if killed or not running).
+  int Stop() {
+    if (pid_ <= 0) return -1;
+    kill(pid_, SIGTERM);
+    int wstatus = 0;
+    for (int i = 0; i < 200; ++i) {
+      if (waitpid(pid_, &wstatus, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &wstatus, 0);
+    pid_ = -1;
+    return -1;
+  }
+
+  int port() const { return port_; }
+  std::string Url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
+  std::string Log() const { return ReadAll(log_path_); }
+  const std::vector<int>& health_codes() const { return health_codes_; }
+
+  HttpResult Get(const std::string& path, const std::vector<std::string>& headers = {}) const {
+    return Curl("GET", Url(path), "", headers);
+  }
+  HttpResult Post(const std::string& path, const json& body, const std::vector<std::string>& headers = {}) const {
+    return Curl("POST", Url(path), body.dump(), headers);
+  }
+  HttpResult PostRaw(const std::string& path, const std::string& body,
+                     const std::vector<std::string>& headers = {}) const {
+    return Curl("POST", Url(path), body, headers);
+  }
+
+ private:
+  ServerProcess() = default;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string log_path_;
+  std::vector<int> health_codes_;
+};
+
+// Starts a server or fails the current test with its log.
+#define START_SERVER(var, ...)                                                  \
+  std::string var##_error;                                                      \
+  auto var = ::lazyslot::testing::ServerProcess::Start(__VA_ARGS__, &var##_error); \
+  ASSERT_NE(var, nullptr) << var##_error
+
+// A raw HTTP/1.1 request on a socket, for tests that must hang up mid-response. Returns the fd (or -1).
+inline int OpenRawRequest(int port, const std::string& path, const std::string& body) {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(s);
+    return -1;
+  }
+  const std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  if (send(s, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+    close(s);
+    return -1;
+  }
+  return s;
+}
+
+// Reads from `fd` until `needle` has appeared or `timeout` passed; returns what was read.
+inline std::string ReadUntil(int fd, const std::string& needle, std::chrono::milliseconds timeout) {
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  timeval tv{0, 100 * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  char buf[4096];
+  while (got.find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n == 0) break;
+    if (n > 0) got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
+
+// Reference file /work/shared/reference/server-greedy/<name>.llamacpp-greedy.json.
+inline json LoadJsonFile(const std::string& path) {
+  return json::parse(ReadAll(path), nullptr, /*allow_exceptions=*/false);
+}
+
+}  // namespace lazyslot::testing
