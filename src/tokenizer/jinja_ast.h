@@ -11,8 +11,9 @@
 
 namespace lazyslot::jinja {
 
-// Limits on the tree's shape; the parser rejects templates beyond them so evaluation recursion stays bounded.
-inline constexpr int kMaxNesting = 200;    // nested blocks / parentheses / unary operators
+// Limits on the tree's shape; the parser rejects templates beyond them so parsing and evaluation recursion
+// stay bounded (parsing a maximally nested template needs about 0.5 MiB of stack).
+inline constexpr int kMaxNesting = 100;    // nested blocks / parentheses / lists / unary operators
 inline constexpr int kMaxExprDepth = 256;  // depth of one expression tree (long a+b+c... chains included)
 
 enum class ExprKind : uint8_t {

@@ -373,9 +373,9 @@ class Parser {
     return Done(std::move(tuple));
   }
 
+  // Nesting is counted where recursion happens: ParseUnary (parentheses, lists, unary operators), ParseNot,
+  // the else-branch here, and ParseBody (blocks).
   Result<ExprPtr> ParseExpression(bool with_condexpr) {
-    DepthGuard g(&nesting_);
-    LS_RETURN_IF_ERROR(CheckNesting());
     if (!with_condexpr) return ParseOr();
     LS_ASSIGN_OR_RETURN(ExprPtr e, ParseOr());
     while (IsName("if")) {
@@ -385,6 +385,8 @@ class Parser {
       ExprPtr other;
       if (IsName("else")) {
         Advance();
+        DepthGuard g(&nesting_);
+        LS_RETURN_IF_ERROR(CheckNesting());
         LS_ASSIGN_OR_RETURN(other, ParseExpression(true));
       }
       ExprPtr c = NewExpr(ExprKind::kCond, at);
