@@ -1,25 +1,18 @@
 // Engine: model + tokenizer + KV cache + the scheduler thread. Each step builds one batch from every active
 // slot (one token per generating slot, then prompt chunks up to n_batch) and runs one forward pass, so
-// running generations keep flowing while long prompts are processed.
+// running generations keep flowing while long prompts are processed. Which slot a request gets, what KV it
+// reuses and whether the budget lets it in is decided in memory_policy.cpp.
 #include "engine/engine.h"
 
 #include <algorithm>
 #include <chrono>
 
 #include "core/log.h"
+#include "core/vm.h"
+#include "engine/engine_impl.h"
 #include "engine/pooling.h"
-#include "engine/text_output.h"
-#include "kv/kv_cache.h"
-#include "model/forward.h"
-#include "ops/thread_pool.h"
 
 namespace lazyslot {
-namespace {
-using Clock = std::chrono::steady_clock;
-double MsSince(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-}  // namespace
 
 bool RequestStream::Pop(Event* event, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
@@ -37,50 +30,6 @@ void RequestStream::Push(Event event) {
   cv_.notify_all();
 }
 
-struct Engine::Impl {
-  struct Pending {
-    GenerationRequest req;
-    std::shared_ptr<RequestStream> stream;
-  };
-
-  struct Slot {
-    int id = 0;
-    std::shared_ptr<RequestStream> stream;  // null when idle
-    GenerationRequest req;
-    int32_t n_prompt_done = 0;  // prompt tokens already in the KV cache
-    TokenId next_token = -1;    // sampled, to be fed in the next step
-    int32_t n_generated = 0;
-    std::unique_ptr<Sampler> sampler;
-    TextOutput text;
-    std::vector<float> hidden;  // embedding requests: hidden rows of the prompt, [n, n_embd]
-    Clock::time_point t_start, t_first;
-    bool busy() const { return stream != nullptr; }
-    bool in_prompt() const { return n_prompt_done < static_cast<int32_t>(req.prompt.size()); }
-  };
-
-  Engine* engine;
-  std::unique_ptr<KvCache> kv;
-  std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<Forward> fwd;
-  std::vector<Slot> slots;
-  std::thread thread;
-
-  mutable std::mutex mu;  // guards queue, stop, stats, slot_info
-  std::condition_variable cv;
-  std::deque<Pending> queue;
-  bool stop = false;
-  uint64_t next_id = 1;
-  EngineStats stats;  // counters; slots and kv figures refreshed each step
-
-  void Loop();
-  void Step();
-  void Finish(Slot& s, const std::string& reason);
-  void Fail(Slot& s, const Status& st);
-  void Release(Slot& s);
-  void OnToken(Slot& s, TokenId tok);
-  void PublishSlotInfo();
-};
-
 Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
   if (config.n_parallel < 1 || config.n_parallel > 256) {
     return InvalidArgument("--parallel must be between 1 and 256, got " + std::to_string(config.n_parallel));
@@ -90,6 +39,12 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
                            std::to_string(config.n_parallel) + " slots");
   }
   if (config.n_batch < 1) return InvalidArgument("--batch-size must be positive");
+  if (config.kv_eager && config.kv_budget > 0) {
+    return InvalidArgument("--kv-budget cannot be combined with --kv-eager (eager mode commits the whole cache)");
+  }
+  if (config.idle_timeout_s < 0 || config.idle_release_weights_s < 0) {
+    return InvalidArgument("--idle-timeout and --idle-release-weights must not be negative");
+  }
   std::unique_ptr<Engine> e(new Engine());
   e->config_ = config;
   LS_ASSIGN_OR_RETURN(e->model_, Model::Load(config.model_path));
@@ -107,20 +62,41 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
   kc.n_slot = config.n_parallel;
   kc.n_ctx_slot = e->n_ctx_slot_;
   kc.n_embd_k = kc.n_embd_v = hp.n_embd_kv();
+  kc.head_dim = hp.head_dim;
   kc.type_k = config.cache_type_k;
   kc.type_v = config.cache_type_v;
   kc.eager = config.kv_eager;
-  LS_ASSIGN_OR_RETURN(impl->kv, KvCache::Create(kc));
-  LS_LOG_INFO("kv cache: %d slots x %d cells, %s K / %s V, reserved %.1f MiB, committed %.1f MiB%s",
-              config.n_parallel, e->n_ctx_slot_, TypeName(kc.type_k), TypeName(kc.type_v),
-              impl->kv->reserved_bytes() / 1048576.0, impl->kv->committed_bytes() / 1048576.0,
-              config.kv_eager ? " (eager)" : "");
+  Result<std::unique_ptr<KvCache>> kv = KvCache::Create(kc);
+  if (!kv.ok()) {
+    return Status(kv.status().code(), "--cache-type-k " + std::string(TypeName(kc.type_k)) + " --cache-type-v " +
+                                          TypeName(kc.type_v) + ": " + kv.status().message());
+  }
+  impl->kv = std::move(kv).value();
+  const KvCache& c = *impl->kv;
+  LS_LOG_INFO("kv cache: %d slots x %d cells, %s; K %s reserved %.1f MiB, V %s reserved %.1f MiB, "
+              "committed %.1f MiB (%.1f KiB per token)",
+              config.n_parallel, e->n_ctx_slot_, config.kv_eager ? "eager (committed and zeroed now)" : "lazy",
+              TypeName(kc.type_k), MiB(c.reserved_bytes_k()), TypeName(kc.type_v), MiB(c.reserved_bytes_v()),
+              MiB(c.committed_bytes()), (c.k_row_bytes() + c.v_row_bytes()) * hp.n_layer / 1024.0);
+  impl->capacity_cells = e->n_ctx_slot_;
+  if (config.kv_budget > 0) {
+    impl->capacity_cells = c.CellsForBytes(config.kv_budget);
+    if (impl->capacity_cells < 2) {
+      return InvalidArgument("--kv-budget " + std::to_string(config.kv_budget) + " bytes cannot hold even two " +
+                             "tokens of one slot (" + std::to_string(c.BytesForCells(2)) + " bytes)");
+    }
+    LS_LOG_INFO("kv budget: %.1f MiB over all slots (of %.1f MiB reserved); one request may use up to %d cells",
+                MiB(config.kv_budget), MiB(c.reserved_bytes()), impl->capacity_cells);
+  }
+  impl->model_id = ModelIdentity(*e->model_);
   impl->pool = std::make_unique<ThreadPool>(config.n_threads);
   impl->fwd = std::make_unique<Forward>(*e->model_, *impl->kv, *impl->pool,
                                         config.flash_attn ? AttentionMode::kFlash : AttentionMode::kStandard);
   impl->slots.resize(config.n_parallel);
   for (int i = 0; i < config.n_parallel; ++i) impl->slots[i].id = i;
   impl->stats.kv_reserved_bytes = impl->kv->reserved_bytes();
+  impl->stats.kv_budget_bytes = config.kv_budget;
+  if (config.warmup) impl->Warmup();
   impl->PublishSlotInfo();
   e->impl_ = std::move(impl);
   e->impl_->thread = std::thread([p = e->impl_.get()] { p->Loop(); });
@@ -142,6 +118,7 @@ Engine::~Engine() {
   for (auto& s : impl_->slots) {
     if (s.busy()) s.stream->Push(ev);
   }
+  for (auto& t : impl_->slot_tasks) t->result.set_value(ev.error);
 }
 
 Result<std::shared_ptr<RequestStream>> Engine::Submit(GenerationRequest req) {
@@ -155,11 +132,25 @@ Result<std::shared_ptr<RequestStream>> Engine::Submit(GenerationRequest req) {
   const int32_t n_prompt = static_cast<int32_t>(req.prompt.size());
   // A completion needs room for at least one generated token; an embedding only for its prompt.
   const int32_t need = req.embedding ? n_prompt : n_prompt + 1;
-  if (need > n_ctx_slot_) {
+  auto reject = [&](Status st) -> Result<std::shared_ptr<RequestStream>> {
     std::lock_guard<std::mutex> lock(impl_->mu);
     ++impl_->stats.requests_rejected;
-    return OutOfRange("the prompt has " + std::to_string(n_prompt) + " tokens, but a slot's context holds " +
-                      std::to_string(n_ctx_slot_) + (req.embedding ? "" : " (including at least one generated token)"));
+    return st;
+  };
+  if (need > n_ctx_slot_) {
+    return reject(OutOfRange("the prompt has " + std::to_string(n_prompt) + " tokens, but a slot's context holds " +
+                             std::to_string(n_ctx_slot_) +
+                             (req.embedding ? "" : " (including at least one generated token)")));
+  }
+  if (need > impl_->capacity_cells) {
+    // It could never fit, even alone with every other slot's KV released.
+    const KvCache& kv = *impl_->kv;
+    return reject(ResourceExhausted(
+        "the request needs at least " + std::to_string(need) + " KV cells (" + std::to_string(n_prompt) +
+        " prompt tokens" + (req.embedding ? "" : " + 1 generated") + ") = " +
+        std::to_string(kv.BytesForCells(need)) + " bytes of KV, but --kv-budget is " +
+        std::to_string(config_.kv_budget) + " bytes, which holds at most " + std::to_string(impl_->capacity_cells) +
+        " cells in one slot"));
   }
   if (req.embedding && req.pooling == PoolingType::kNone) req.pooling = pooling_;
   std::shared_ptr<RequestStream> stream;
@@ -185,8 +176,34 @@ EngineStats Engine::Stats() const {
   return s;
 }
 
+MemoryReport Engine::Memory() const {
+  MemoryReport m;
+  const KvCache& kv = *impl_->kv;
+  m.kv_reserved = kv.reserved_bytes();
+  m.kv_committed = Stats().kv_committed_bytes;
+  Result<uint64_t> resident = kv.ResidentBytes();
+  if (resident.ok()) m.kv_resident = *resident;
+  const gguf::File& f = model_->file();
+  m.weights_mapped = f.file_size();
+  Result<uint64_t> w = vm::MappingRssBytes(f.data_begin());
+  if (w.ok()) m.weights_resident = *w;
+  const vm::ProcessMemory p = vm::ReadProcessMemory();
+  m.rss = p.rss;
+  m.rss_anon = p.rss_anon;
+  m.rss_file = p.rss_file;
+  return m;
+}
+
+bool Engine::Impl::AnyBusy() const {
+  for (const Slot& s : slots) {
+    if (s.busy()) return true;
+  }
+  return false;
+}
+
 void Engine::Impl::PublishSlotInfo() {
   std::vector<SlotInfo> info(slots.size());
+  uint64_t budget_used = 0;
   for (size_t i = 0; i < slots.size(); ++i) {
     const Slot& s = slots[i];
     info[i].id = s.id;
@@ -195,61 +212,64 @@ void Engine::Impl::PublishSlotInfo() {
     info[i].n_tokens = kv->n_cells(s.id);
     info[i].n_ctx = kv->config().n_ctx_slot;
     info[i].committed_bytes = kv->committed_bytes(s.id);
+    info[i].budget_bytes = s.busy() ? s.budget_bytes : info[i].committed_bytes;
+    info[i].n_cached = s.n_cached;
+    budget_used += info[i].budget_bytes;
   }
+  const uint64_t committed = kv->committed_bytes();
+  const size_t scratch = fwd->scratch_bytes();
   std::lock_guard<std::mutex> lock(mu);
   stats.slots = std::move(info);
-  stats.kv_committed_bytes = kv->committed_bytes();
+  stats.kv_committed_bytes = committed;
+  stats.kv_peak_committed_bytes = std::max(stats.kv_peak_committed_bytes, committed);
+  stats.kv_budget_used_bytes = budget_used;
+  stats.scratch_bytes = scratch;
+  stats.weights_released = weights_released;
+  ++stats.updates;
 }
 
 void Engine::Impl::Loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu);
-      auto has_work = [&] {
-        if (stop) return true;
-        bool any_busy = false, any_free = false;
-        for (const Slot& s : slots) (s.busy() ? any_busy : any_free) = true;
-        return any_busy || (any_free && !queue.empty());
-      };
-      cv.wait(lock, has_work);
-      if (stop) return;
-      // Admit queued requests into free slots, first come first served.
-      for (Slot& s : slots) {
-        if (s.busy()) continue;
-        while (!queue.empty() && queue.front().stream->cancelled()) {
-          ++stats.requests_cancelled;
-          queue.pop_front();
+      for (;;) {
+        if (stop) return;
+        if (!slot_tasks.empty()) break;
+        AdmitQueued();
+        if (AnyBusy()) break;
+        // Nothing to run: sleep until new work arrives or an idle release falls due.
+        const std::optional<Clock::time_point> due = NextIdleDeadline();
+        if (!due) {
+          cv.wait(lock);
+        } else if (cv.wait_until(lock, *due) == std::cv_status::timeout && queue.empty() && slot_tasks.empty()) {
+          lock.unlock();
+          IdleRelease(Clock::now());
+          PublishSlotInfo();
+          lock.lock();
         }
-        if (queue.empty()) break;
-        Pending p = std::move(queue.front());
-        queue.pop_front();
-        s.req = std::move(p.req);
-        s.stream = std::move(p.stream);
-        s.n_prompt_done = 0;
-        s.n_generated = 0;
-        s.next_token = -1;
-        s.sampler = std::make_unique<Sampler>(s.req.sampling);
-        for (TokenId t : s.req.prompt) s.sampler->Accept(t);
-        s.text = TextOutput(s.req.stop);
-        s.hidden.clear();
-        s.t_start = Clock::now();
       }
     }
-    Step();
+    RunSlotTasks();
+    if (AnyBusy()) {
+      MarkWork();
+      Step();
+      LogFirstCommits();
+      last_work = Clock::now();
+    }
     PublishSlotInfo();
   }
 }
 
 void Engine::Impl::Step() {
   const Engine& e = *engine;
-  // Cancelled requests free their slot before any work is spent on them.
+  // Cancelled requests free their slot before any work is spent on them (their KV stays for reuse).
   for (Slot& s : slots) {
     if (s.busy() && s.stream->cancelled()) {
       {
         std::lock_guard<std::mutex> lock(mu);
         ++stats.requests_cancelled;
       }
-      Release(s);
+      Release(s, s.req.cache_prompt && !s.req.embedding);
     }
   }
   Batch batch;
@@ -292,6 +312,8 @@ void Engine::Impl::Step() {
     }
     return;
   }
+  // The batch's tokens now hold cells: they are what a later request may reuse.
+  for (int32_t i = 0; i < batch.size(); ++i) slots[batch.slot[i]].cache.push_back(batch.tokens[i]);
   const int32_t n_prompt_tokens = batch.size() - n_decode;
   int32_t n_gen_tokens = 0;
   const int64_t n_embd = e.model_->hparams().n_embd;
@@ -318,7 +340,7 @@ void Engine::Impl::Step() {
                                      s.hidden.data(), rows, n_embd);
       done.prompt_ms = MsSince(s.t_start);
       s.stream->Push(std::move(done));
-      Release(s);
+      Release(s, false);
     }
   }
   std::lock_guard<std::mutex> lock(mu);
@@ -349,8 +371,9 @@ void Engine::Impl::OnToken(Slot& s, TokenId tok) {
     Finish(s, "stop");
   } else if (s.req.n_predict >= 0 && s.n_generated >= s.req.n_predict) {
     Finish(s, "length");
-  } else if (kv->n_cells(s.id) + 1 > kv->config().n_ctx_slot) {
-    Finish(s, "length");  // the slot is full: the sampled token has no cell to go to
+  } else if (kv->n_cells(s.id) + 1 > s.limit_cells) {
+    // The slot (or the request's share of --kv-budget) is full: the sampled token has no cell to go to.
+    Finish(s, "length");
   } else {
     s.next_token = tok;
   }
@@ -369,10 +392,11 @@ void Engine::Impl::Finish(Slot& s, const std::string& reason) {
   done.finish_reason = reason;
   done.n_prompt = static_cast<int32_t>(s.req.prompt.size());
   done.n_generated = s.n_generated;
+  done.n_cached = s.n_cached;
   done.prompt_ms = std::chrono::duration<double, std::milli>(s.t_first - s.t_start).count();
   done.generation_ms = MsSince(s.t_first);
   s.stream->Push(std::move(done));
-  Release(s);
+  Release(s, s.req.cache_prompt);
 }
 
 void Engine::Impl::Fail(Slot& s, const Status& st) {
@@ -380,16 +404,17 @@ void Engine::Impl::Fail(Slot& s, const Status& st) {
   ev.type = Event::kError;
   ev.error = st;
   s.stream->Push(std::move(ev));
-  Release(s);
+  Release(s, false);
 }
 
-void Engine::Impl::Release(Slot& s) {
+void Engine::Impl::Release(Slot& s, bool keep_cache) {
   s.stream.reset();
   s.sampler.reset();
+  s.budget_bytes = 0;
+  s.last_used = ++tick;
   std::vector<float>().swap(s.hidden);
-  // The slot's cells are dropped and their pages returned to the kernel at once.
-  Result<uint64_t> st = kv->Trim(s.id, 0);
-  if (!st.ok()) LS_LOG_WARN("slot %d: releasing KV pages failed: %s", s.id, st.status().ToString().c_str());
+  // Without prompt caching the slot's cells are dropped and their pages returned to the kernel at once.
+  if (!keep_cache) TrimSlot(s, 0, "request done, cache_prompt off");
 }
 
 }  // namespace lazyslot

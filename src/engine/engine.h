@@ -34,6 +34,12 @@ struct EngineConfig {
   TensorType cache_type_v = TensorType::kF16;
   bool kv_eager = false;
   bool flash_attn = true;  // online-softmax attention with an F16 accumulator, as llama-server's default
+  // Memory policy (docs/memory.md). kv_budget: most committed KV bytes over all slots, 0 = no cap.
+  uint64_t kv_budget = 0;
+  double idle_timeout_s = 0;          // > 0: after this long with no work, release all KV and the scratch
+  double idle_release_weights_s = 0;  // > 0: after this long with no work, drop the weights' resident pages
+  std::string slot_save_path;         // directory for slot save/restore; empty = disabled
+  bool warmup = true;  // one throw-away token at start (pages the weights in, as llama-server's warm-up)
 };
 
 struct GenerationRequest {
@@ -44,6 +50,9 @@ struct GenerationRequest {
   int32_t n_predict = -1;  // -1: until end of generation or the slot is full
   std::vector<std::string> stop;  // generation ends before the first occurrence of any of these
   bool ignore_eos = false;
+  // Keep this request's KV in its slot when it ends, and start from the longest matching prefix of a slot's
+  // kept KV (llama-server's cache_prompt). Results are the same either way.
+  bool cache_prompt = true;
 };
 
 // One thing that happened to a request, in order. kToken events carry only complete UTF-8 text.
@@ -55,6 +64,7 @@ struct Event {
   std::string finish_reason;  // "stop" or "length"
   int32_t n_prompt = 0;
   int32_t n_generated = 0;
+  int32_t n_cached = 0;  // prompt tokens whose KV was reused from the slot (not recomputed)
   std::vector<float> embedding;  // embedding requests
   double prompt_ms = 0, generation_ms = 0;
   // kError:
@@ -89,7 +99,9 @@ struct SlotInfo {
   uint64_t request_id = 0;
   int32_t n_tokens = 0;  // KV cells in use
   int32_t n_ctx = 0;
-  uint64_t committed_bytes = 0;
+  uint64_t committed_bytes = 0;  // KV pages this slot holds (cache tracking)
+  uint64_t budget_bytes = 0;     // busy: the worst case reserved against --kv-budget; idle: committed_bytes
+  int32_t n_cached = 0;          // last request: prompt tokens reused from the slot's kept KV
 };
 
 struct EngineStats {
@@ -99,6 +111,32 @@ struct EngineStats {
   uint64_t prompt_tokens_total = 0, generated_tokens_total = 0;
   double prompt_seconds_total = 0, generation_seconds_total = 0;
   uint64_t kv_reserved_bytes = 0, kv_committed_bytes = 0;
+  uint64_t kv_budget_bytes = 0;        // 0: no budget
+  uint64_t kv_budget_used_bytes = 0;   // sum of the slots' budget_bytes
+  uint64_t kv_peak_committed_bytes = 0;
+  uint64_t prompt_tokens_cached_total = 0;
+  uint64_t scratch_bytes = 0;          // forward-pass activations
+  uint64_t idle_releases = 0, weight_releases = 0;
+  bool weights_released = false;       // dropped by --idle-release-weights and not yet paged back
+  uint64_t updates = 0;                // times the scheduler published these figures
+};
+
+// What the process holds, measured on demand (syscalls and /proc; safe from any thread).
+struct MemoryReport {
+  uint64_t kv_reserved = 0, kv_committed = 0;
+  uint64_t kv_resident = 0;        // mincore over the KV arena
+  uint64_t weights_mapped = 0;     // size of the model file mapping
+  uint64_t weights_resident = 0;   // this process's resident pages of it (/proc/self/smaps Rss)
+  uint64_t rss = 0, rss_anon = 0, rss_file = 0;
+};
+
+// Result of a slot save/restore/erase.
+struct SlotFileResult {
+  int id = 0;
+  std::string filename;
+  int32_t n_tokens = 0;
+  uint64_t n_bytes = 0;
+  double ms = 0;
 };
 
 class Engine {
@@ -118,6 +156,15 @@ class Engine {
   Result<std::shared_ptr<RequestStream>> Submit(GenerationRequest request);
 
   EngineStats Stats() const;
+  MemoryReport Memory() const;
+
+  // Slot state (llama-server's POST /slots/{id}?action=...): the slot's tokens and their K/V rows, to or
+  // from `filename` in --slot-save-path. They run on the scheduler thread between steps; a busy slot is
+  // refused (kUnavailable). Errors: save path unset (kUnimplemented), bad file name or a truncated or
+  // foreign file (kInvalidArgument), missing file (kNotFound), no room in --kv-budget (kResourceExhausted).
+  Result<SlotFileResult> SaveSlot(int id, const std::string& filename);
+  Result<SlotFileResult> RestoreSlot(int id, const std::string& filename);
+  Result<SlotFileResult> EraseSlot(int id);
 
  private:
   struct Impl;

@@ -1,0 +1,132 @@
+// The engine's private state, shared by its implementation files: engine.cpp (scheduler and batching),
+// memory_policy.cpp (slot choice, prompt reuse, KV budget, idle release) and slot_state.cpp (save/restore).
+// Everything but the fields guarded by `mu` belongs to the scheduler thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/text_output.h"
+#include "kv/kv_cache.h"
+#include "model/forward.h"
+#include "ops/thread_pool.h"
+
+namespace lazyslot {
+
+using Clock = std::chrono::steady_clock;
+
+inline double MsSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+inline double MiB(uint64_t bytes) { return bytes / 1048576.0; }
+
+struct Engine::Impl {
+  struct Pending {
+    GenerationRequest req;
+    std::shared_ptr<RequestStream> stream;
+  };
+
+  struct Slot {
+    int id = 0;
+    std::shared_ptr<RequestStream> stream;  // null when idle
+    GenerationRequest req;
+    int32_t n_prompt_done = 0;  // prompt tokens already in the KV cache
+    TokenId next_token = -1;    // sampled, to be fed in the next step
+    int32_t n_generated = 0;
+    std::unique_ptr<Sampler> sampler;
+    TextOutput text;
+    std::vector<float> hidden;  // embedding requests: hidden rows of the prompt, [n, n_embd]
+    Clock::time_point t_start, t_first;
+    // Memory policy.
+    std::vector<TokenId> cache;  // the tokens whose K/V fill cells [0, cache.size()), kept after a request
+    uint64_t last_used = 0;      // tick of the last release (least recently used idle slot is evicted first)
+    int32_t n_cached = 0;        // prompt tokens the current (or last) request reused from `cache`
+    int32_t limit_cells = 0;     // most cells the current request may fill (slot size, or its budget share)
+    uint64_t budget_bytes = 0;   // worst-case KV reserved for the current request against --kv-budget
+    bool commit_logged = false;  // "first commit" logged since the slot was last empty
+    bool busy() const { return stream != nullptr; }
+    bool in_prompt() const { return n_prompt_done < static_cast<int32_t>(req.prompt.size()); }
+  };
+
+  struct SlotTask {
+    enum Kind { kSave, kRestore, kErase } kind = kSave;
+    int id = 0;
+    std::string filename;
+    std::promise<Result<SlotFileResult>> result;
+  };
+
+  Engine* engine = nullptr;
+  std::unique_ptr<KvCache> kv;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<Forward> fwd;
+  std::vector<Slot> slots;
+  std::thread thread;
+  int32_t capacity_cells = 0;  // most cells one request may use: the slot size, capped by --kv-budget
+  uint64_t model_id = 0;       // identity of the weights, written into slot files
+  uint64_t tick = 0;
+
+  // Idle release (scheduler thread).
+  Clock::time_point last_work = Clock::now();
+  bool idle_released = true;     // nothing to release until some work has run
+  bool weights_released = false;
+  bool weights_paging_in = false;  // released weights are being touched again by the current step
+
+  mutable std::mutex mu;  // guards queue, slot_tasks, stop, stats
+  std::condition_variable cv;
+  std::deque<Pending> queue;
+  std::deque<std::shared_ptr<SlotTask>> slot_tasks;
+  bool stop = false;
+  uint64_t next_id = 1;
+  EngineStats stats;  // counters; slots and kv figures refreshed each step
+
+  // engine.cpp
+  void Loop();
+  void Step();
+  void Finish(Slot& s, const std::string& reason);
+  void Fail(Slot& s, const Status& st);
+  void Release(Slot& s, bool keep_cache);
+  void OnToken(Slot& s, TokenId tok);
+  void PublishSlotInfo();
+  bool AnyBusy() const;
+
+  // memory_policy.cpp
+  // Moves queued requests into idle slots while a slot and the budget allow (caller holds `mu`).
+  void AdmitQueued();
+  // Budget bytes held by every slot but `except`: busy slots their reservation, idle slots their KV.
+  uint64_t BudgetUsedExcept(int except) const;
+  // Drops idle slots' kept KV, least recently used first, until `need` more bytes fit the budget.
+  bool MakeRoom(uint64_t need, int except);
+  // Keeps cells [0, keep) of a slot (and its token list), releasing the pages past them; logs the release.
+  void TrimSlot(Slot& s, int32_t keep, const char* why);
+  // Logs each slot's first commit since it was last empty.
+  void LogFirstCommits();
+  // When the next idle release is due, if any is pending.
+  std::optional<Clock::time_point> NextIdleDeadline() const;
+  // Releases what is due at `now` (KV + scratch after idle_timeout_s, weights after idle_release_weights_s).
+  void IdleRelease(Clock::time_point now);
+  // Called once work runs again: clears the idle state, notes weights paging back in.
+  void MarkWork();
+  void Warmup();
+
+  // slot_state.cpp
+  Result<SlotFileResult> Submit(std::shared_ptr<SlotTask> task);
+  void RunSlotTasks();
+  Result<SlotFileResult> RunSlotTask(SlotTask& task);
+};
+
+// Longest common prefix of a slot's kept tokens and a prompt.
+int32_t CommonPrefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b);
+
+// Identity of a model's weights for slot files: a hash of the tensor table and the small norm vectors.
+uint64_t ModelIdentity(const Model& model);
+
+}  // namespace lazyslot

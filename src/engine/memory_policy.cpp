@@ -1,0 +1,256 @@
+// The engine's memory policy: which idle slot a request gets (longest reusable prompt prefix, else an
+// empty or least recently used slot), how much of the slot's kept KV it reuses, the --kv-budget admission
+// that keeps committed KV under the cap at every step, and the idle releases (KV + scratch, weights).
+#include <malloc.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/log.h"
+#include "core/vm.h"
+#include "engine/engine_impl.h"
+
+namespace lazyslot {
+
+int32_t CommonPrefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return static_cast<int32_t>(i);
+}
+
+uint64_t ModelIdentity(const Model& model) {
+  // FNV-1a over the tensor table (names, types, shapes, offsets) and the decoded norm vectors, which
+  // differ between any two trainings or fine-tunes of the same shape.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  for (const gguf::TensorInfo& t : model.file().tensors()) {
+    mix(t.name.data(), t.name.size());
+    const uint32_t type = static_cast<uint32_t>(t.type);
+    mix(&type, sizeof type);
+    mix(t.ne, sizeof t.ne);
+    mix(&t.offset, sizeof t.offset);
+  }
+  const std::vector<float>& norm = model.output_norm();
+  mix(norm.data(), norm.size() * sizeof(float));
+  for (int il = 0; il < model.hparams().n_layer; ++il) {
+    const std::vector<float>& an = model.layer(il).attn_norm;
+    mix(an.data(), an.size() * sizeof(float));
+  }
+  return h;
+}
+
+uint64_t Engine::Impl::BudgetUsedExcept(int except) const {
+  uint64_t used = 0;
+  for (const Slot& s : slots) {
+    if (s.id == except) continue;
+    used += s.busy() ? s.budget_bytes : kv->committed_bytes(s.id);
+  }
+  return used;
+}
+
+bool Engine::Impl::MakeRoom(uint64_t need, int except) {
+  const uint64_t budget = engine->config_.kv_budget;
+  // Only idle slots' kept KV can go; if the busy slots' reservations alone leave no room, keep it.
+  uint64_t busy = 0;
+  std::vector<Slot*> idle;
+  for (Slot& s : slots) {
+    if (s.id == except) continue;
+    if (s.busy()) {
+      busy += s.budget_bytes;
+    } else if (kv->committed_bytes(s.id) > 0) {
+      idle.push_back(&s);
+    }
+  }
+  if (busy + need > budget) return false;
+  std::sort(idle.begin(), idle.end(), [](const Slot* a, const Slot* b) { return a->last_used < b->last_used; });
+  for (Slot* s : idle) {
+    if (BudgetUsedExcept(except) + need <= budget) break;
+    TrimSlot(*s, 0, "evicted to fit --kv-budget");
+  }
+  return BudgetUsedExcept(except) + need <= budget;
+}
+
+void Engine::Impl::TrimSlot(Slot& s, int32_t keep, const char* why) {
+  keep = std::min<int32_t>(keep, static_cast<int32_t>(s.cache.size()));
+  const int32_t had = kv->n_cells(s.id);
+  Result<uint64_t> released = kv->Trim(s.id, keep);
+  s.cache.resize(keep);
+  if (keep == 0) s.commit_logged = false;
+  if (!released.ok()) {
+    LS_LOG_WARN("slot %d: releasing KV pages failed: %s", s.id, released.status().ToString().c_str());
+  } else if (*released > 0) {
+    LS_LOG_INFO("slot %d: trim %d -> %d cells (%s): released %.2f MiB, KV committed now %.2f MiB", s.id, had,
+                keep, why, MiB(*released), MiB(kv->committed_bytes()));
+  }
+}
+
+void Engine::Impl::AdmitQueued() {
+  const EngineConfig& cfg = engine->config_;
+  for (;;) {
+    while (!queue.empty() && queue.front().stream->cancelled()) {
+      ++stats.requests_cancelled;
+      queue.pop_front();
+    }
+    if (queue.empty()) return;
+    Pending& p = queue.front();
+    const int32_t n_prompt = static_cast<int32_t>(p.req.prompt.size());
+    // The slot: the idle one whose kept tokens share the longest prefix with the prompt (at least the last
+    // prompt token is always computed, for its logits); else an empty one; else the least recently used.
+    Slot* best = nullptr;
+    int32_t keep = 0;
+    if (p.req.cache_prompt && !p.req.embedding) {
+      for (Slot& s : slots) {
+        if (s.busy()) continue;
+        const int32_t k = std::min(CommonPrefix(s.cache, p.req.prompt), n_prompt - 1);
+        if (k > keep) {
+          keep = k;
+          best = &s;
+        }
+      }
+    }
+    if (!best) {
+      for (Slot& s : slots) {
+        if (s.busy()) continue;
+        if (!best || (s.cache.empty() && !best->cache.empty()) ||
+            (s.cache.empty() == best->cache.empty() && s.last_used < best->last_used)) {
+          best = &s;
+        }
+      }
+    }
+    if (!best) return;  // every slot is busy
+    Slot& s = *best;
+    // The most cells this request can fill: prompt + n_predict, within the slot and the budget.
+    int32_t limit = capacity_cells;
+    if (p.req.embedding) {
+      limit = n_prompt;
+    } else if (p.req.n_predict >= 0) {
+      limit = std::min<int64_t>(capacity_cells, int64_t{n_prompt} + std::max(p.req.n_predict, 1));
+    }
+    uint64_t reserve = 0;
+    if (cfg.kv_budget > 0) {
+      // Reserve the worst case up front, so generation can never push the total past the budget.
+      reserve = kv->BytesForCells(limit);
+      if (BudgetUsedExcept(s.id) + reserve > cfg.kv_budget && !MakeRoom(reserve, s.id)) return;  // waits
+    }
+    if (kv->n_cells(s.id) > keep || s.cache.size() > static_cast<size_t>(keep)) {
+      TrimSlot(s, keep, keep > 0 ? "prompt prefix reused" : "slot reassigned");
+    }
+    s.req = std::move(p.req);
+    s.stream = std::move(p.stream);
+    queue.pop_front();
+    s.n_prompt_done = keep;
+    s.n_cached = keep;
+    s.limit_cells = limit;
+    s.budget_bytes = reserve;
+    s.n_generated = 0;
+    s.next_token = -1;
+    s.sampler = std::make_unique<Sampler>(s.req.sampling);
+    for (TokenId t : s.req.prompt) s.sampler->Accept(t);
+    s.text = TextOutput(s.req.stop);
+    s.hidden.clear();
+    s.t_start = Clock::now();
+    stats.prompt_tokens_cached_total += keep;
+    if (keep > 0) LS_LOG_DEBUG("slot %d: request %llu reuses %d of %d prompt tokens", s.id,
+                               static_cast<unsigned long long>(s.stream->id()), keep, n_prompt);
+  }
+}
+
+void Engine::Impl::LogFirstCommits() {
+  if (kv->config().eager) return;
+  for (Slot& s : slots) {
+    if (s.commit_logged || kv->committed_bytes(s.id) == 0) continue;
+    s.commit_logged = true;
+    LS_LOG_INFO("slot %d: first KV commit: %d cells, %.2f MiB (KV committed now %.2f MiB)", s.id,
+                kv->n_cells(s.id), MiB(kv->committed_bytes(s.id)), MiB(kv->committed_bytes()));
+  }
+  if (weights_paging_in) {
+    weights_paging_in = false;
+    Result<uint64_t> w = vm::MappingRssBytes(engine->model_->file().data_begin());
+    LS_LOG_INFO("weights reloaded: %.1f MiB resident again after the first step (paged in from the page cache)",
+                w.ok() ? MiB(*w) : 0.0);
+  }
+}
+
+void Engine::Impl::MarkWork() {
+  idle_released = false;
+  if (weights_released) {
+    weights_released = false;
+    weights_paging_in = true;
+  }
+}
+
+std::optional<Clock::time_point> Engine::Impl::NextIdleDeadline() const {
+  const EngineConfig& cfg = engine->config_;
+  std::optional<Clock::time_point> due;
+  auto consider = [&](double seconds, bool done) {
+    if (seconds <= 0 || done) return;
+    const auto t = last_work + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    if (!due || t < *due) due = t;
+  };
+  consider(cfg.idle_timeout_s, idle_released);
+  consider(cfg.idle_release_weights_s, weights_released);
+  return due;
+}
+
+void Engine::Impl::IdleRelease(Clock::time_point now) {
+  const EngineConfig& cfg = engine->config_;
+  const double idle_s = std::chrono::duration<double>(now - last_work).count();
+  if (cfg.idle_timeout_s > 0 && !idle_released && idle_s >= cfg.idle_timeout_s) {
+    idle_released = true;
+    const size_t scratch = fwd->scratch_bytes();
+    Result<uint64_t> released = kv->ReleaseAll();
+    if (!released.ok()) LS_LOG_WARN("idle release of the KV cache failed: %s", released.status().ToString().c_str());
+    for (Slot& s : slots) {
+      s.cache.clear();
+      s.commit_logged = false;
+    }
+    fwd->ReleaseScratch();
+    malloc_trim(0);  // hand the freed activation buffers back to the kernel, not just to malloc
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++stats.idle_releases;
+    }
+    LS_LOG_INFO("idle for %.1f s: released %.2f MiB of KV%s and %.2f MiB of compute scratch; RSS now %.1f MiB",
+                idle_s, MiB(released.ok() ? *released : 0), kv->config().eager ? " (eager mode keeps its pages)" : "",
+                MiB(scratch), MiB(vm::ReadProcessMemory().rss));
+  }
+  if (cfg.idle_release_weights_s > 0 && !weights_released && idle_s >= cfg.idle_release_weights_s) {
+    weights_released = true;
+    const gguf::File& f = engine->model_->file();
+    Result<uint64_t> before = vm::MappingRssBytes(f.data_begin());
+    Status st = f.ReleaseResidentPages();
+    if (!st.ok()) LS_LOG_WARN("idle release of the weights failed: %s", st.ToString().c_str());
+    Result<uint64_t> after = vm::MappingRssBytes(f.data_begin());
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++stats.weight_releases;
+    }
+    LS_LOG_INFO("idle for %.1f s: weights released (%.1f MiB resident -> %.1f MiB; they page back on the next "
+                "request); RSS now %.1f MiB",
+                idle_s, before.ok() ? MiB(*before) : 0.0, after.ok() ? MiB(*after) : 0.0,
+                MiB(vm::ReadProcessMemory().rss));
+  }
+}
+
+void Engine::Impl::Warmup() {
+  // One token through every layer in slot 0, then its KV is dropped: the weights are paged in before the
+  // first request (so the first request's latency and the start-up RSS are those of a warm server).
+  const Clock::time_point t0 = Clock::now();
+  Batch b;
+  const TokenId bos = engine->tokenizer_->bos();
+  b.Add(bos >= 0 ? bos : 0, 0, 0, Batch::kLogits);
+  ForwardOutput out;
+  Status st = fwd->Run(b, &out);
+  if (!st.ok()) LS_LOG_WARN("warm-up pass failed: %s", st.ToString().c_str());
+  Result<uint64_t> released = kv->Trim(0, 0);
+  (void)released;
+  Result<uint64_t> w = vm::MappingRssBytes(engine->model_->file().data_begin());
+  LS_LOG_INFO("warm-up: one token in %.0f ms; weights resident %.1f MiB; KV committed %.2f MiB", MsSince(t0),
+              w.ok() ? MiB(*w) : 0.0, MiB(kv->committed_bytes()));
+}
+
+}  // namespace lazyslot

@@ -1,0 +1,211 @@
+// Slot state files (see kv_state.h): header, token ids, then each layer's used K and V rows.
+#include "kv/kv_state.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace lazyslot {
+namespace {
+
+constexpr char kMagic[8] = {'L', 'Z', 'S', 'L', 'O', 'T', 'K', 'V'};
+constexpr uint32_t kVersion = 1;
+
+#pragma pack(push, 1)
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t type_k, type_v;
+  uint32_t n_layer;
+  uint64_t n_embd_k, n_embd_v;
+  uint64_t k_row_bytes, v_row_bytes;
+  uint64_t model_id;
+  uint32_t n_tokens;
+  uint32_t reserved;
+};
+#pragma pack(pop)
+static_assert(sizeof(Header) == 72, "slot file header is 72 bytes");
+
+std::string Errno() { return std::strerror(errno); }
+
+// Writes/reads all of a buffer, retrying short transfers.
+bool WriteAll(int fd, const void* p, size_t n) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, b, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    b += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool ReadAll(int fd, void* p, size_t n) {
+  auto* b = static_cast<uint8_t*>(p);
+  while (n > 0) {
+    const ssize_t r = ::read(fd, b, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    b += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+uint64_t ExpectedSize(const Header& h) {
+  return sizeof(Header) + uint64_t{h.n_tokens} * sizeof(int32_t) +
+         uint64_t{h.n_layer} * h.n_tokens * (h.k_row_bytes + h.v_row_bytes);
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  int release() {
+    const int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<int32_t>& tokens, uint64_t model_id,
+                               const std::string& path) {
+  const KvConfig& c = kv.config();
+  if (slot < 0 || slot >= c.n_slot) return InvalidArgument("slot " + std::to_string(slot) + " does not exist");
+  if (static_cast<int64_t>(tokens.size()) != kv.n_cells(slot)) {
+    return Internal("slot " + std::to_string(slot) + " holds " + std::to_string(kv.n_cells(slot)) +
+                    " cells but " + std::to_string(tokens.size()) + " tokens were given");
+  }
+  Header h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.version = kVersion;
+  h.type_k = static_cast<uint32_t>(c.type_k);
+  h.type_v = static_cast<uint32_t>(c.type_v);
+  h.n_layer = static_cast<uint32_t>(c.n_layer);
+  h.n_embd_k = static_cast<uint64_t>(c.n_embd_k);
+  h.n_embd_v = static_cast<uint64_t>(c.n_embd_v);
+  h.k_row_bytes = kv.k_row_bytes();
+  h.v_row_bytes = kv.v_row_bytes();
+  h.model_id = model_id;
+  h.n_tokens = static_cast<uint32_t>(tokens.size());
+
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return IoError("cannot create " + tmp + ": " + Errno());
+  bool ok = WriteAll(fd.get(), &h, sizeof h) && WriteAll(fd.get(), tokens.data(), tokens.size() * sizeof(int32_t));
+  // Rows of a (layer, K|V, slot) run are contiguous: one write per run.
+  for (int il = 0; ok && il < c.n_layer; ++il) {
+    ok = WriteAll(fd.get(), kv.KRow(il, slot, 0), tokens.size() * kv.k_row_bytes()) &&
+         WriteAll(fd.get(), kv.VRow(il, slot, 0), tokens.size() * kv.v_row_bytes());
+  }
+  if (ok) ok = ::fsync(fd.get()) == 0;
+  const std::string err = ok ? "" : Errno();
+  if (::close(fd.release()) != 0 && ok) ok = false;
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = err.empty() ? Errno() : err;
+    ::unlink(tmp.c_str());
+    return IoError("cannot write slot file " + path + ": " + why);
+  }
+  return ExpectedSize(h);
+}
+
+Result<uint32_t> SlotStateTokens(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) return NotFound("slot file " + path + " does not exist");
+    return IoError("cannot open " + path + ": " + Errno());
+  }
+  Header h{};
+  if (!ReadAll(fd.get(), &h, sizeof h)) return InvalidArgument("slot file " + path + ": too short for a header");
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) {
+    return InvalidArgument("slot file " + path + ": not a lazyslot slot file (bad magic)");
+  }
+  return h.n_tokens;
+}
+
+Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id, const std::string& path) {
+  const KvConfig& c = kv.config();
+  if (slot < 0 || slot >= c.n_slot) return InvalidArgument("slot " + std::to_string(slot) + " does not exist");
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) return NotFound("slot file " + path + " does not exist");
+    return IoError("cannot open " + path + ": " + Errno());
+  }
+  struct stat sb;
+  if (::fstat(fd.get(), &sb) != 0) return IoError("cannot stat " + path + ": " + Errno());
+  const uint64_t size = static_cast<uint64_t>(sb.st_size);
+  Header h{};
+  const std::string what = "slot file " + path + ": ";
+  if (size < sizeof h || !ReadAll(fd.get(), &h, sizeof h)) {
+    return InvalidArgument(what + "too short for a header (" + std::to_string(size) + " bytes, need " +
+                           std::to_string(sizeof h) + ")");
+  }
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return InvalidArgument(what + "not a lazyslot slot file (bad magic)");
+  if (h.version != kVersion) {
+    return InvalidArgument(what + "version " + std::to_string(h.version) + ", this build reads version " +
+                           std::to_string(kVersion));
+  }
+  if (h.model_id != model_id) return InvalidArgument(what + "saved with a different model");
+  auto type_name = [](uint32_t t) {
+    const TypeTraits* tr = LookupType(t);
+    return std::string(tr ? tr->name : "unknown");
+  };
+  if (h.type_k != static_cast<uint32_t>(c.type_k) || h.type_v != static_cast<uint32_t>(c.type_v)) {
+    return InvalidArgument(what + "saved with cache types K " + type_name(h.type_k) + " / V " + type_name(h.type_v) +
+                           ", this server uses K " + TypeName(c.type_k) + " / V " + TypeName(c.type_v));
+  }
+  if (h.n_layer != static_cast<uint32_t>(c.n_layer) || h.n_embd_k != static_cast<uint64_t>(c.n_embd_k) ||
+      h.n_embd_v != static_cast<uint64_t>(c.n_embd_v) || h.k_row_bytes != kv.k_row_bytes() ||
+      h.v_row_bytes != kv.v_row_bytes()) {
+    return InvalidArgument(what + "shape " + std::to_string(h.n_layer) + " layers x " + std::to_string(h.n_embd_k) +
+                           "/" + std::to_string(h.n_embd_v) + " does not match the cache's " +
+                           std::to_string(c.n_layer) + " x " + std::to_string(c.n_embd_k) + "/" +
+                           std::to_string(c.n_embd_v));
+  }
+  if (h.n_tokens > static_cast<uint32_t>(c.n_ctx_slot)) {
+    return InvalidArgument(what + "holds " + std::to_string(h.n_tokens) + " tokens, but a slot holds " +
+                           std::to_string(c.n_ctx_slot));
+  }
+  const uint64_t expect = ExpectedSize(h);
+  if (size != expect) {
+    return InvalidArgument(what + std::to_string(size) + " bytes, but its header (" + std::to_string(h.n_tokens) +
+                           " tokens) implies " + std::to_string(expect) + (size < expect ? " (truncated)" : ""));
+  }
+  SlotStateInfo info;
+  info.model_id = h.model_id;
+  info.file_bytes = size;
+  info.tokens.resize(h.n_tokens);
+  if (!ReadAll(fd.get(), info.tokens.data(), info.tokens.size() * sizeof(int32_t))) {
+    return IoError(what + "read failed: " + Errno());
+  }
+  // The slot's old cells go first; the rows are then read straight into the arena, which commits exactly
+  // the pages the file's cells occupy.
+  LS_RETURN_IF_ERROR(kv.Trim(slot, 0).status());
+  bool ok = true;
+  for (int il = 0; ok && il < c.n_layer; ++il) {
+    ok = ReadAll(fd.get(), kv.KRow(il, slot, 0), size_t{h.n_tokens} * kv.k_row_bytes()) &&
+         ReadAll(fd.get(), kv.VRow(il, slot, 0), size_t{h.n_tokens} * kv.v_row_bytes());
+  }
+  if (!ok) {
+    const std::string why = Errno();
+    kv.SetCells(slot, static_cast<int32_t>(h.n_tokens));  // so the trim below releases what was read
+    (void)kv.Trim(slot, 0);
+    return IoError(what + "read failed: " + why);
+  }
+  kv.SetCells(slot, static_cast<int32_t>(h.n_tokens));
+  return info;
+}
+
+}  // namespace lazyslot
