@@ -353,6 +353,8 @@ Status Evaluator::EvalArgs(const Expr& e, size_t first, CallArgs* args) {
   return Status::Ok();
 }
 
+// EvalInner only dispatches: each case lives in its own non-inlined function so the frame that recursion
+// stacks per expression level holds one case's locals, not all of them.
 Result<Value> Evaluator::EvalInner(const Expr& e) {
   switch (e.kind) {
     case ExprKind::kLiteral:
@@ -360,109 +362,116 @@ Result<Value> Evaluator::EvalInner(const Expr& e) {
     case ExprKind::kName:
       return Lookup(e.name);
     case ExprKind::kList:
-    case ExprKind::kTuple: {
-      std::vector<Value> items;
-      items.reserve(e.args.size());
-      for (const auto& a : e.args) {
-        LS_ASSIGN_OR_RETURN(Value v, Eval(*a));
-        items.push_back(std::move(v));
-      }
-      LS_RETURN_IF_ERROR(Charge(static_cast<int64_t>(items.size())));
-      return Value::Array(std::move(items), e.kind == ExprKind::kTuple);
-    }
-    case ExprKind::kDict: {
-      std::vector<std::pair<std::string, Value>> items;
-      for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
-        LS_ASSIGN_OR_RETURN(Value k, Eval(*e.args[i]));
-        LS_ASSIGN_OR_RETURN(Value v, Eval(*e.args[i + 1]));
-        items.emplace_back(ToPyString(k), std::move(v));
-      }
-      LS_RETURN_IF_ERROR(Charge(static_cast<int64_t>(items.size())));
-      return Value::Object(std::move(items));
-    }
-    case ExprKind::kAttr: {
-      LS_ASSIGN_OR_RETURN(Value obj, Eval(*e.args[0]));
-      return GetAttr(obj, e.name);
-    }
-    case ExprKind::kIndex: {
-      LS_ASSIGN_OR_RETURN(Value obj, Eval(*e.args[0]));
-      LS_ASSIGN_OR_RETURN(Value key, Eval(*e.args[1]));
-      return GetItem(obj, key);
-    }
-    case ExprKind::kSlice: {
-      Value parts[4];
-      for (int i = 0; i < 4; ++i) {
-        if (e.args[i]) {
-          LS_ASSIGN_OR_RETURN(parts[i], Eval(*e.args[i]));
-        }
-      }
-      LS_ASSIGN_OR_RETURN(Value r, SliceValue(parts[0], parts[1], parts[2], parts[3]));
-      LS_RETURN_IF_ERROR(Charge(static_cast<int64_t>(r.is_string() ? r.str().size() : r.items().size())));
-      return r;
-    }
+    case ExprKind::kTuple:
+    case ExprKind::kDict:
+      return EvalCollection(e);
+    case ExprKind::kAttr:
+    case ExprKind::kIndex:
+    case ExprKind::kSlice:
+      return EvalAccess(e);
     case ExprKind::kCall:
       return EvalCall(e);
-    case ExprKind::kFilter: {
-      CallArgs args;
-      LS_RETURN_IF_ERROR(EvalArgs(e, 0, &args));
-      return ApplyFilter(*this, e.name, args);
-    }
-    case ExprKind::kTest: {
-      CallArgs args;
-      LS_RETURN_IF_ERROR(EvalArgs(e, 0, &args));
-      LS_ASSIGN_OR_RETURN(bool r, ApplyTest(*this, e.name, args));
-      return Value::Bool(r != e.negated);
-    }
-    case ExprKind::kUnary: {
-      LS_ASSIGN_OR_RETURN(Value v, Eval(*e.args[0]));
-      if (!v.is_number()) {
-        return InvalidArgument("bad operand type for unary " + e.name + ": '" + v.TypeName() + "'");
-      }
-      if (e.name == "+") return v.is_float() ? v : Value::Int(v.int_value());
-      if (v.is_float()) return Value::Float(-v.number());
-      if (v.int_value() == std::numeric_limits<int64_t>::min()) return InvalidArgument("integer overflow");
-      return Value::Int(-v.int_value());
-    }
-    case ExprKind::kBinary: {
-      LS_ASSIGN_OR_RETURN(Value a, Eval(*e.args[0]));
-      LS_ASSIGN_OR_RETURN(Value b, Eval(*e.args[1]));
-      return EvalBinary(e.name, a, b);
-    }
-    case ExprKind::kCompare: {
-      LS_ASSIGN_OR_RETURN(Value left, Eval(*e.args[0]));
-      for (size_t i = 0; i < e.ops.size(); ++i) {
-        LS_ASSIGN_OR_RETURN(Value right, Eval(*e.args[i + 1]));
-        LS_ASSIGN_OR_RETURN(bool ok, EvalCompareOp(e.ops[i], left, right));
-        if (!ok) return Value::Bool(false);
-        left = std::move(right);
-      }
-      return Value::Bool(true);
-    }
-    case ExprKind::kAnd: {
-      LS_ASSIGN_OR_RETURN(Value a, Eval(*e.args[0]));
-      if (!a.Truthy()) return a;
-      return Eval(*e.args[1]);
-    }
-    case ExprKind::kOr: {
-      LS_ASSIGN_OR_RETURN(Value a, Eval(*e.args[0]));
-      if (a.Truthy()) return a;
-      return Eval(*e.args[1]);
-    }
-    case ExprKind::kNot: {
-      LS_ASSIGN_OR_RETURN(Value a, Eval(*e.args[0]));
-      return Value::Bool(!a.Truthy());
-    }
-    case ExprKind::kCond: {
-      LS_ASSIGN_OR_RETURN(Value c, Eval(*e.args[1]));
-      if (c.Truthy()) return Eval(*e.args[0]);
-      if (e.args[2]) return Eval(*e.args[2]);
-      return Value();
-    }
+    case ExprKind::kFilter:
+    case ExprKind::kTest:
+      return EvalFilterOrTest(e);
+    case ExprKind::kUnary:
+    case ExprKind::kBinary:
+    case ExprKind::kCompare:
+      return EvalOperator(e);
+    case ExprKind::kAnd:
+    case ExprKind::kOr:
+    case ExprKind::kNot:
+    case ExprKind::kCond:
+      return EvalLogic(e);
   }
   return Internal("unknown expression kind");
 }
 
-Result<Value> Evaluator::EvalCall(const Expr& e) {
+__attribute__((noinline)) Result<Value> Evaluator::EvalCollection(const Expr& e) {
+  if (e.kind == ExprKind::kDict) {
+    std::vector<std::pair<std::string, Value>> items;
+    for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+      LS_ASSIGN_OR_RETURN(Value k, Eval(*e.args[i]));
+      LS_ASSIGN_OR_RETURN(Value v, Eval(*e.args[i + 1]));
+      items.emplace_back(ToPyString(k), std::move(v));
+    }
+    LS_RETURN_IF_ERROR(Charge(static_cast<int64_t>(items.size())));
+    return Value::Object(std::move(items));
+  }
+  std::vector<Value> items;
+  items.reserve(e.args.size());
+  for (const auto& a : e.args) {
+    LS_ASSIGN_OR_RETURN(Value v, Eval(*a));
+    items.push_back(std::move(v));
+  }
+  LS_RETURN_IF_ERROR(Charge(static_cast<int64_t>(items.size())));
+  return Value::Array(std::move(items), e.kind == ExprKind::kTuple);
+}
+
+__attribute__((noinline)) Result<Value> Evaluator::EvalAccess(const Expr& e) {
+  LS_ASSIGN_OR_RETURN(Value obj, Eval(*e.args[0]));
+  if (e.kind == ExprKind::kAttr) return GetAttr(obj, e.name);
+  if (e.kind == ExprKind::kIndex) {
+    LS_ASSIGN_OR_RETURN(Value key, Eval(*e.args[1]));
+    return GetItem(obj, key);
+  }
+  Value parts[3];
+  for (int i = 0; i < 3; ++i) {
+    if (e.args[i + 1]) {
+      LS_ASSIGN_OR_RETURN(parts[i], Eval(*e.args[i + 1]));
+    }
+  }
+  LS_ASSIGN_OR_RETURN(Value r, SliceValue(obj, parts[0], parts[1], parts[2]));
+  LS_RETURN_IF_ERROR(Charge(static_cast<int64_t>(r.is_string() ? r.str().size() : r.items().size())));
+  return r;
+}
+
+__attribute__((noinline)) Result<Value> Evaluator::EvalFilterOrTest(const Expr& e) {
+  CallArgs args;
+  LS_RETURN_IF_ERROR(EvalArgs(e, 0, &args));
+  if (e.kind == ExprKind::kFilter) return ApplyFilter(*this, e.name, args);
+  LS_ASSIGN_OR_RETURN(bool r, ApplyTest(*this, e.name, args));
+  return Value::Bool(r != e.negated);
+}
+
+__attribute__((noinline)) Result<Value> Evaluator::EvalOperator(const Expr& e) {
+  LS_ASSIGN_OR_RETURN(Value left, Eval(*e.args[0]));
+  if (e.kind == ExprKind::kUnary) {
+    if (!left.is_number()) {
+      return InvalidArgument("bad operand type for unary " + e.name + ": '" + left.TypeName() + "'");
+    }
+    if (e.name == "+") return left.is_float() ? left : Value::Int(left.int_value());
+    if (left.is_float()) return Value::Float(-left.number());
+    if (left.int_value() == std::numeric_limits<int64_t>::min()) return InvalidArgument("integer overflow");
+    return Value::Int(-left.int_value());
+  }
+  if (e.kind == ExprKind::kBinary) {
+    LS_ASSIGN_OR_RETURN(Value right, Eval(*e.args[1]));
+    return EvalBinary(e.name, left, right);
+  }
+  for (size_t i = 0; i < e.ops.size(); ++i) {  // chained comparison: a < b < c is (a < b) and (b < c)
+    LS_ASSIGN_OR_RETURN(Value right, Eval(*e.args[i + 1]));
+    LS_ASSIGN_OR_RETURN(bool ok, EvalCompareOp(e.ops[i], left, right));
+    if (!ok) return Value::Bool(false);
+    left = std::move(right);
+  }
+  return Value::Bool(true);
+}
+
+__attribute__((noinline)) Result<Value> Evaluator::EvalLogic(const Expr& e) {
+  if (e.kind == ExprKind::kCond) {
+    LS_ASSIGN_OR_RETURN(Value c, Eval(*e.args[1]));
+    if (c.Truthy()) return Eval(*e.args[0]);
+    if (e.args[2]) return Eval(*e.args[2]);
+    return Value();
+  }
+  LS_ASSIGN_OR_RETURN(Value a, Eval(*e.args[0]));
+  if (e.kind == ExprKind::kNot) return Value::Bool(!a.Truthy());
+  if (e.kind == ExprKind::kAnd ? !a.Truthy() : a.Truthy()) return a;  // Python returns the deciding operand
+  return Eval(*e.args[1]);
+}
+
+__attribute__((noinline)) Result<Value> Evaluator::EvalCall(const Expr& e) {
   const Expr& callee = *e.args[0];
   Value fn;
   CallArgs args;

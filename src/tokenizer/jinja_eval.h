@@ -59,6 +59,11 @@ class Evaluator {
   Result<Value> Eval(const Expr& e);
   Result<Value> EvalInner(const Expr& e);
   Result<Value> EvalCall(const Expr& e);
+  Result<Value> EvalCollection(const Expr& e);
+  Result<Value> EvalAccess(const Expr& e);
+  Result<Value> EvalFilterOrTest(const Expr& e);
+  Result<Value> EvalOperator(const Expr& e);
+  Result<Value> EvalLogic(const Expr& e);
   Result<Value> EvalBinary(const std::string& op, const Value& a, const Value& b);
   Result<bool> EvalCompareOp(const std::string& op, const Value& a, const Value& b);
   Status EvalArgs(const Expr& e, size_t first, CallArgs* args);

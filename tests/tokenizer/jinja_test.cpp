@@ -2,6 +2,7 @@
 // chat-template settings: trim_blocks, lstrip_blocks, tojson without ASCII escaping) gives, then parse errors
 // and the limits that keep untrusted templates and inputs from crashing or running away.
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <string>
 
@@ -432,6 +433,53 @@ TEST(JinjaLimits, DefaultLimitsStopRunawayTemplates) {
     Result<std::string> r = Render(t);
     ASSERT_FALSE(r.ok()) << t;
     EXPECT_EQ(r.status().code(), code) << t << " -> " << r.status().ToString();
+  }
+}
+
+// The deepest templates the limits allow, rendered on a thread with a small fixed stack (4 MiB; the limits
+// target 1 MiB in optimized builds; AddressSanitizer frames are several times larger): they must end in an
+// error, not overflow the stack.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr size_t kTestStack = size_t{64} << 20;
+#else
+constexpr size_t kTestStack = size_t{4} << 20;
+#endif
+TEST(JinjaLimits, DeepRecursionFitsASmallThreadStack) {
+  std::string nested_ifs, nested_fors, minus;
+  for (int i = 0; i < 90; ++i) {
+    nested_ifs += "{% if true %}";
+    nested_fors += "{% for i in [1] %}";
+    minus += "- ";
+  }
+  std::string end_ifs, end_fors;
+  for (int i = 0; i < 90; ++i) {
+    end_ifs += "{% endif %}";
+    end_fors += "{% endfor %}";
+  }
+  struct Job {
+    std::vector<std::string> templates;
+    std::vector<Status> results;
+  } job;
+  job.templates = {
+      "{% macro r(n) %}{{ " + minus + "r(n - 1) | length }}{% endmacro %}{{ r(1000) }}",
+      "{% macro r(n) %}" + nested_ifs + "{{ r(n - 1) }}" + end_ifs + "{% endmacro %}{{ r(1000) }}",
+      "{% macro r(n) %}" + nested_fors + "{{ r(n - 1) }}" + end_fors + "{% endmacro %}{{ r(1000) }}",
+  };
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, kTestStack);
+  pthread_t thread;
+  auto body = [](void* arg) -> void* {
+    auto* j = static_cast<Job*>(arg);
+    for (const std::string& t : j->templates) j->results.push_back(Render(t).status());
+    return nullptr;
+  };
+  ASSERT_EQ(pthread_create(&thread, &attr, body, &job), 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  ASSERT_EQ(job.results.size(), job.templates.size());
+  for (const Status& st : job.results) {
+    EXPECT_EQ(st.code(), Code::kResourceExhausted) << st.ToString();
   }
 }
 
