@@ -21,7 +21,7 @@ struct Program;
 struct ChatMessage {
   std::string role;
   nlohmann::ordered_json content;  // a string, a list of parts ({"type": "text", "text": ...}), or null
-  nlohmann::ordered_json extra;    // further message fields (tool_calls, reasoning_content, name, ...) or null
+  nlohmann::ordered_json extra;  // further message fields (tool_calls, reasoning_content, name, ...) or null
   nlohmann::ordered_json ToJson() const;  // {"role", "content", ...extra}
 };
 

@@ -27,27 +27,27 @@ bool NormalizeIndex(int64_t i, size_t n, size_t* out) {
 
 const std::set<std::string>& StrMethods() {
   static const auto* s = new std::set<std::string>{
-      "strip",   "lstrip", "rstrip",  "split",   "rsplit",  "splitlines", "startswith", "endswith",
-      "upper",   "lower",  "title",   "capitalize", "replace", "format",  "join",       "find",
-      "rfind",   "index",  "count",   "isdigit", "isalpha", "isalnum",   "isspace",    "islower",
-      "isupper", "swapcase"};
+      "strip", "lstrip",  "rstrip",     "split",   "rsplit",  "splitlines", "startswith", "endswith", "upper",
+      "lower", "title",   "capitalize", "replace", "format",  "join",       "find",       "rfind",    "index",
+      "count", "isdigit", "isalpha",    "isalnum", "isspace", "islower",    "isupper",    "swapcase"};
   return *s;
 }
 const std::set<std::string>& DictMethods() {
-  static const auto* s = new std::set<std::string>{"items", "keys",       "values", "get",   "copy",
-                                                   "update", "pop",       "popitem", "clear", "setdefault"};
+  static const auto* s = new std::set<std::string>{"items",  "keys", "values",  "get",   "copy",
+                                                   "update", "pop",  "popitem", "clear", "setdefault"};
   return *s;
 }
 const std::set<std::string>& ListMethods() {
-  static const auto* s = new std::set<std::string>{"index", "count",  "append",  "extend", "insert",
-                                                   "pop",   "remove", "reverse", "sort",   "clear", "copy"};
+  static const auto* s = new std::set<std::string>{"index",  "count",   "append", "extend", "insert", "pop",
+                                                   "remove", "reverse", "sort",   "clear",  "copy"};
   return *s;
 }
 
 Result<int64_t> IntArg(const CallArgs& args, size_t i, const char* name, int64_t def) {
   const Value& v = args.Get(i, name);
   if (v.is_undefined() || v.is_none()) return def;
-  if (!v.is_int() && !v.is_bool()) return InvalidArgument(std::string("argument '") + name + "' must be an int");
+  if (!v.is_int() && !v.is_bool())
+    return InvalidArgument(std::string("argument '") + name + "' must be an int");
   return v.int_value();
 }
 
@@ -66,7 +66,8 @@ Result<Value> StrMethod(const std::string& s, const std::string& name, CallArgs&
     LS_ASSIGN_OR_RETURN(int64_t maxsplit, IntArg(args, 1, "maxsplit", -1));
     std::vector<std::string> parts;
     if (sep.is_undefined() || sep.is_none()) {
-      if (name == "rsplit" && maxsplit >= 0) return Unimplemented("rsplit() without a separator and with maxsplit");
+      if (name == "rsplit" && maxsplit >= 0)
+        return Unimplemented("rsplit() without a separator and with maxsplit");
       parts = text::SplitWhitespace(s, maxsplit);
     } else {
       if (!sep.is_string()) return InvalidArgument(name + "(): separator must be str or None");
@@ -88,8 +89,9 @@ Result<Value> StrMethod(const std::string& s, const std::string& name, CallArgs&
     for (const Value& o : options) {
       if (!o.is_string()) return InvalidArgument(name + "() argument must be str or a tuple of str");
       const std::string& p = o.str();
-      bool hit = name == "startswith" ? s.compare(0, p.size(), p) == 0
-                                      : (s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0);
+      bool hit = name == "startswith"
+                     ? s.compare(0, p.size(), p) == 0
+                     : (s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0);
       if (hit) return Value::Bool(true);
     }
     return Value::Bool(false);
@@ -139,7 +141,8 @@ Result<Value> StrMethod(const std::string& s, const std::string& name, CallArgs&
     if (name == "count") {
       if (sub.str().empty()) return Value::Int(static_cast<int64_t>(Utf8Length(s) + 1));
       int64_t n = 0;
-      for (size_t p = s.find(sub.str()); p != std::string::npos; p = s.find(sub.str(), p + sub.str().size())) ++n;
+      for (size_t p = s.find(sub.str()); p != std::string::npos; p = s.find(sub.str(), p + sub.str().size()))
+        ++n;
       return Value::Int(n);
     }
     size_t p = name == "rfind" ? s.rfind(sub.str()) : s.find(sub.str());
@@ -238,9 +241,8 @@ Result<Value> CallMethod(Evaluator& ev, const Value& obj, const std::string& nam
 Value GetAttr(const Value& obj, const std::string& name) {
   if (IsMethod(obj, name)) {
     Value self = obj;
-    return Value::Function(name, [self, name](Evaluator& ev, CallArgs& args) {
-      return CallMethod(ev, self, name, args);
-    });
+    return Value::Function(
+        name, [self, name](Evaluator& ev, CallArgs& args) { return CallMethod(ev, self, name, args); });
   }
   if (obj.is_object()) {
     const Value* v = obj.object().Find(name);
@@ -283,8 +285,10 @@ Value GetAttrPath(const Value& obj, const std::string& path) {
   while (true) {
     size_t dot = path.find('.', start);
     std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    cur = numeric && part.size() < 18 ? GetItem(cur, Value::Int(std::stoll(part))) : GetItem(cur, Value::String(part));
+    bool numeric =
+        !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    cur = numeric && part.size() < 18 ? GetItem(cur, Value::Int(std::stoll(part)))
+                                      : GetItem(cur, Value::String(part));
     if (dot == std::string::npos) return cur;
     start = dot + 1;
   }
@@ -294,7 +298,8 @@ Result<Value> SliceValue(const Value& obj, const Value& start, const Value& stop
   auto opt_int = [](const Value& v, const char* what, int64_t* out, bool* given) -> Status {
     *given = !(v.is_undefined() || v.is_none());
     if (!*given) return Status::Ok();
-    if (!v.is_int() && !v.is_bool()) return InvalidArgument(std::string("slice ") + what + " must be an integer");
+    if (!v.is_int() && !v.is_bool())
+      return InvalidArgument(std::string("slice ") + what + " must be an integer");
     *out = v.int_value();
     return Status::Ok();
   };
@@ -345,7 +350,8 @@ Result<Value> SliceValue(const Value& obj, const Value& start, const Value& stop
 Result<bool> Contains(const Value& container, const Value& item) {
   if (container.is_string()) {
     if (!item.is_string()) {
-      return InvalidArgument(std::string("'in <string>' requires string as left operand, not ") + item.TypeName());
+      return InvalidArgument(std::string("'in <string>' requires string as left operand, not ") +
+                             item.TypeName());
     }
     return container.str().find(item.str()) != std::string::npos;
   }
@@ -411,7 +417,8 @@ Result<Value> PercentFormat(const std::string& fmt, const Value& args) {
       i = close + 1;
     }
     std::string spec = "%";
-    while (i < fmt.size() && std::string_view("-+ 0#").find(fmt[i]) != std::string_view::npos) spec += fmt[i++];
+    while (i < fmt.size() && std::string_view("-+ 0#").find(fmt[i]) != std::string_view::npos)
+      spec += fmt[i++];
     // Width and precision: at most 3 digits each, so snprintf output stays small.
     for (int part = 0; part < 2; ++part) {
       if (part == 1) {
@@ -431,7 +438,8 @@ Result<Value> PercentFormat(const std::string& fmt, const Value& args) {
       continue;
     }
     if (!v) {
-      if (next >= positional.size()) return InvalidArgument("% format: not enough arguments for format string");
+      if (next >= positional.size())
+        return InvalidArgument("% format: not enough arguments for format string");
       v = &positional[next++];
     }
     char buf[512];
@@ -472,11 +480,11 @@ Result<Value> PercentFormat(const std::string& fmt, const Value& args) {
 
 bool HasTest(const std::string& name) {
   static const auto* names = new std::set<std::string>{
-      "defined", "undefined", "none",    "boolean", "false",   "true",  "integer",  "float",       "number",
-      "string",  "mapping",   "iterable", "sequence", "callable", "even", "odd",     "divisibleby", "eq",
-      "equalto", "==",        "ne",      "!=",      "lt",      "lessthan", "<",     "le",          "<=",
-      "gt",      "greaterthan", ">",     "ge",      ">=",      "in",    "lower",    "upper",       "sameas",
-      "escaped", "filter",    "test"};
+      "defined",     "undefined", "none",    "boolean",  "false",       "true",     "integer", "float",
+      "number",      "string",    "mapping", "iterable", "sequence",    "callable", "even",    "odd",
+      "divisibleby", "eq",        "equalto", "==",       "ne",          "!=",       "lt",      "lessthan",
+      "<",           "le",        "<=",      "gt",       "greaterthan", ">",        "ge",      ">=",
+      "in",          "lower",     "upper",   "sameas",   "escaped",     "filter",   "test"};
   return names->count(name) > 0;
 }
 
@@ -496,8 +504,10 @@ Result<bool> ApplyTest(Evaluator& ev, const std::string& name, CallArgs& args) {
   if (name == "number") return v.is_number();
   if (name == "string") return v.is_string();
   if (name == "mapping") return v.is_object() && !v.is_namespace();
-  if (name == "iterable") return k == Kind::kArray || k == Kind::kString || k == Kind::kUndefined || v.is_object();
-  if (name == "sequence") return k == Kind::kArray || k == Kind::kString || (v.is_object() && !v.is_namespace());
+  if (name == "iterable")
+    return k == Kind::kArray || k == Kind::kString || k == Kind::kUndefined || v.is_object();
+  if (name == "sequence")
+    return k == Kind::kArray || k == Kind::kString || (v.is_object() && !v.is_namespace());
   if (name == "callable") return v.is_function();
   if (name == "escaped") return false;
   if (name == "filter") return v.is_string() && HasFilter(v.str());
@@ -511,7 +521,8 @@ Result<bool> ApplyTest(Evaluator& ev, const std::string& name, CallArgs& args) {
   if (name == "even" || name == "odd" || name == "divisibleby") {
     if (!v.is_number()) return InvalidArgument("test '" + name + "' needs a number, got " + v.TypeName());
     Value d = name == "divisibleby" ? other : Value::Int(2);
-    if (!d.is_number() || d.number() == 0) return InvalidArgument("test 'divisibleby' needs a non-zero number");
+    if (!d.is_number() || d.number() == 0)
+      return InvalidArgument("test 'divisibleby' needs a non-zero number");
     double m = v.is_float() || d.is_float() ? std::fmod(v.number(), d.number())
                                             : static_cast<double>(v.int_value() % d.int_value());
     return name == "odd" ? m != 0 : m == 0;
@@ -523,7 +534,8 @@ Result<bool> ApplyTest(Evaluator& ev, const std::string& name, CallArgs& args) {
     if (v.is_array() || v.is_object() || v.is_function()) return v.SameIdentity(other);
     return v.kind() == other.kind() && PyEquals(v, other);
   }
-  static const std::set<std::string> kOrder = {"lt", "lessthan", "<", "le", "<=", "gt", "greaterthan", ">", "ge", ">="};
+  static const std::set<std::string> kOrder = {
+      "lt", "lessthan", "<", "le", "<=", "gt", "greaterthan", ">", "ge", ">="};
   if (kOrder.count(name)) {
     LS_ASSIGN_OR_RETURN(int c, PyCompare(v, other));
     if (name == "lt" || name == "lessthan" || name == "<") return c < 0;
@@ -539,32 +551,35 @@ Result<bool> ApplyTest(Evaluator& ev, const std::string& name, CallArgs& args) {
 
 std::vector<std::pair<std::string, Value>> MakeGlobals() {
   std::vector<std::pair<std::string, Value>> g;
-  g.emplace_back("range", Value::Function("range", [](Evaluator& ev, CallArgs& args) -> Result<Value> {
-    if (args.positional.empty() || args.positional.size() > 3) return InvalidArgument("range() takes 1 to 3 arguments");
-    for (const Value& a : args.positional) {
-      if (!a.is_int() && !a.is_bool()) return InvalidArgument("range() arguments must be integers");
-    }
-    int64_t start = 0, stop, step = 1;
-    if (args.positional.size() == 1) {
-      stop = args.positional[0].int_value();
-    } else {
-      start = args.positional[0].int_value();
-      stop = args.positional[1].int_value();
-      if (args.positional.size() == 3) step = args.positional[2].int_value();
-    }
-    if (step == 0) return InvalidArgument("range() step must not be zero");
-    // Length computed in floating point first so huge bounds cannot overflow.
-    double len_d = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
-    if (len_d > static_cast<double>(ev.limits().max_range)) {
-      return ResourceExhausted("range() longer than " + std::to_string(ev.limits().max_range) + " items");
-    }
-    int64_t len = len_d > 0 ? static_cast<int64_t>(len_d) : 0;
-    LS_RETURN_IF_ERROR(ev.Charge(len));
-    std::vector<Value> items;
-    items.reserve(static_cast<size_t>(len));
-    for (int64_t i = 0; i < len; ++i) items.push_back(Value::Int(start + i * step));
-    return Value::Array(std::move(items));
-  }));
+  g.emplace_back(
+      "range", Value::Function("range", [](Evaluator& ev, CallArgs& args) -> Result<Value> {
+        if (args.positional.empty() || args.positional.size() > 3)
+          return InvalidArgument("range() takes 1 to 3 arguments");
+        for (const Value& a : args.positional) {
+          if (!a.is_int() && !a.is_bool()) return InvalidArgument("range() arguments must be integers");
+        }
+        int64_t start = 0, stop, step = 1;
+        if (args.positional.size() == 1) {
+          stop = args.positional[0].int_value();
+        } else {
+          start = args.positional[0].int_value();
+          stop = args.positional[1].int_value();
+          if (args.positional.size() == 3) step = args.positional[2].int_value();
+        }
+        if (step == 0) return InvalidArgument("range() step must not be zero");
+        // Length computed in floating point first so huge bounds cannot overflow.
+        double len_d =
+            std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
+        if (len_d > static_cast<double>(ev.limits().max_range)) {
+          return ResourceExhausted("range() longer than " + std::to_string(ev.limits().max_range) + " items");
+        }
+        int64_t len = len_d > 0 ? static_cast<int64_t>(len_d) : 0;
+        LS_RETURN_IF_ERROR(ev.Charge(len));
+        std::vector<Value> items;
+        items.reserve(static_cast<size_t>(len));
+        for (int64_t i = 0; i < len; ++i) items.push_back(Value::Int(start + i * step));
+        return Value::Array(std::move(items));
+      }));
   auto kwargs_object = [](CallArgs& args, bool is_namespace) -> Result<Value> {
     Value obj = is_namespace ? Value::Namespace() : Value::Object({});
     if (!args.positional.empty()) {
@@ -577,24 +592,26 @@ std::vector<std::pair<std::string, Value>> MakeGlobals() {
     return obj;
   };
   g.emplace_back("namespace", Value::Function("namespace", [kwargs_object](Evaluator&, CallArgs& args) {
-    return kwargs_object(args, true);
-  }));
+                   return kwargs_object(args, true);
+                 }));
   g.emplace_back("dict", Value::Function("dict", [kwargs_object](Evaluator&, CallArgs& args) {
-    return kwargs_object(args, false);
-  }));
-  g.emplace_back("raise_exception", Value::Function("raise_exception", [](Evaluator&, CallArgs& args) -> Result<Value> {
-    return InvalidArgument(kRaisedPrefix + ToPyString(args.Get(0, "message")));
-  }));
-  g.emplace_back("strftime_now", Value::Function("strftime_now", [](Evaluator&, CallArgs& args) -> Result<Value> {
-    const Value& fmt = args.Get(0, "format");
-    if (!fmt.is_string()) return InvalidArgument("strftime_now() needs a format string");
-    std::time_t now = std::time(nullptr);
-    std::tm tm_now{};
-    localtime_r(&now, &tm_now);
-    char buf[512];
-    size_t n = std::strftime(buf, sizeof(buf), fmt.str().c_str(), &tm_now);
-    return Value::String(std::string(buf, n));
-  }));
+                   return kwargs_object(args, false);
+                 }));
+  g.emplace_back("raise_exception",
+                 Value::Function("raise_exception", [](Evaluator&, CallArgs& args) -> Result<Value> {
+                   return InvalidArgument(kRaisedPrefix + ToPyString(args.Get(0, "message")));
+                 }));
+  g.emplace_back("strftime_now",
+                 Value::Function("strftime_now", [](Evaluator&, CallArgs& args) -> Result<Value> {
+                   const Value& fmt = args.Get(0, "format");
+                   if (!fmt.is_string()) return InvalidArgument("strftime_now() needs a format string");
+                   std::time_t now = std::time(nullptr);
+                   std::tm tm_now{};
+                   localtime_r(&now, &tm_now);
+                   char buf[512];
+                   size_t n = std::strftime(buf, sizeof(buf), fmt.str().c_str(), &tm_now);
+                   return Value::String(std::string(buf, n));
+                 }));
   return g;
 }
 

@@ -18,13 +18,14 @@ Status WithPosition(const Status& st, int line, int col) {
 }
 
 Status TypeError(const char* op, const Value& a, const Value& b) {
-  return InvalidArgument(std::string("unsupported operand type(s) for ") + op + ": '" + a.TypeName() + "' and '" +
-                         b.TypeName() + "'");
+  return InvalidArgument(std::string("unsupported operand type(s) for ") + op + ": '" + a.TypeName() +
+                         "' and '" + b.TypeName() + "'");
 }
 
 }  // namespace
 
-Evaluator::Evaluator(const Program& program, const RenderLimits& limits) : program_(program), limits_(limits) {}
+Evaluator::Evaluator(const Program& program, const RenderLimits& limits)
+    : program_(program), limits_(limits) {}
 
 Result<std::string> Evaluator::Render(const Value& context) {
   scopes_.clear();
@@ -199,12 +200,14 @@ enum LoopSlot { kIndex, kIndex0, kRevindex, kRevindex0, kFirst, kLast, kPrevitem
 
 Value Evaluator::MakeLoop(size_t n, std::shared_ptr<size_t> current) {
   std::vector<std::pair<std::string, Value>> loop = {
-      {"index", Value()},    {"index0", Value()}, {"revindex", Value()}, {"revindex0", Value()},
-      {"first", Value()},    {"last", Value()},   {"previtem", Value()}, {"nextitem", Value()},
-      {"length", Value::Int(static_cast<int64_t>(n))}, {"depth", Value::Int(1)}, {"depth0", Value::Int(0)},
+      {"index", Value()},       {"index0", Value()},       {"revindex", Value()},
+      {"revindex0", Value()},   {"first", Value()},        {"last", Value()},
+      {"previtem", Value()},    {"nextitem", Value()},     {"length", Value::Int(static_cast<int64_t>(n))},
+      {"depth", Value::Int(1)}, {"depth0", Value::Int(0)},
   };
   loop.emplace_back("cycle", Value::Function("cycle", [current](Evaluator&, CallArgs& args) -> Result<Value> {
-                      if (args.positional.empty()) return InvalidArgument("loop.cycle() needs at least one value");
+                      if (args.positional.empty())
+                        return InvalidArgument("loop.cycle() needs at least one value");
                       return args.positional[*current % args.positional.size()];
                     }));
   return Value::Object(std::move(loop));
@@ -483,7 +486,8 @@ __attribute__((noinline)) Result<Value> Evaluator::EvalCall(const Expr& e) {
     }
     fn = GetAttr(obj, callee.name);
     if (!fn.is_function()) {
-      return InvalidArgument(std::string("'") + obj.TypeName() + "' object has no method '" + callee.name + "'");
+      return InvalidArgument(std::string("'") + obj.TypeName() + "' object has no method '" + callee.name +
+                             "'");
     }
   } else {
     LS_ASSIGN_OR_RETURN(fn, Eval(callee));
@@ -525,11 +529,13 @@ Result<Value> Evaluator::EvalBinary(const std::string& op, const Value& a, const
     if (nums) {
       if (any_float) return Value::Float(a.number() + b.number());
       int64_t r;
-      if (__builtin_add_overflow(a.int_value(), b.int_value(), &r)) return InvalidArgument("integer overflow");
+      if (__builtin_add_overflow(a.int_value(), b.int_value(), &r))
+        return InvalidArgument("integer overflow");
       return Value::Int(r);
     }
     if (a.is_string() && b.is_string()) {
-      if (a.str().size() + b.str().size() > max_out) return ResourceExhausted("string longer than the output limit");
+      if (a.str().size() + b.str().size() > max_out)
+        return ResourceExhausted("string longer than the output limit");
       LS_RETURN_IF_ERROR(Charge(static_cast<int64_t>(a.str().size() + b.str().size())));
       return Value::String(a.str() + b.str());
     }
@@ -545,7 +551,8 @@ Result<Value> Evaluator::EvalBinary(const std::string& op, const Value& a, const
     if (nums) {
       if (any_float) return Value::Float(a.number() * b.number());
       int64_t r;
-      if (__builtin_mul_overflow(a.int_value(), b.int_value(), &r)) return InvalidArgument("integer overflow");
+      if (__builtin_mul_overflow(a.int_value(), b.int_value(), &r))
+        return InvalidArgument("integer overflow");
       return Value::Int(r);
     }
     const Value* seq = (a.is_string() || a.is_array()) ? &a : &b;

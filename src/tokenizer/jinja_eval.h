@@ -79,7 +79,8 @@ class Evaluator {
 
   const Program& program_;
   RenderLimits limits_;
-  std::vector<Scope> scopes_;  // [0] globals, [1] template top level, then loops/macros; lookups follow parent
+  std::vector<Scope>
+      scopes_;  // [0] globals, [1] template top level, then loops/macros; lookups follow parent
   Flow flow_ = Flow::kNormal;
   int64_t work_ = 0;
   int call_depth_ = 0;

@@ -62,8 +62,8 @@ bool ParseNumber(const std::string& raw, bool want_int, Value* out) {
     return true;
   }
   std::string lower = text::Lower(clean);
-  bool special = lower == "inf" || lower == "+inf" || lower == "-inf" || lower == "nan" || lower == "infinity" ||
-                 lower == "+infinity" || lower == "-infinity";
+  bool special = lower == "inf" || lower == "+inf" || lower == "-inf" || lower == "nan" ||
+                 lower == "infinity" || lower == "+infinity" || lower == "-infinity";
   bool plain = std::all_of(clean.begin(), clean.end(), [](char c) {
     return isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-';
   });
@@ -93,7 +93,8 @@ Result<Value> ToJsonFilter(Evaluator& ev, CallArgs& a) {
   }
   if (opt.indent) opt.item_sep.resize(1);  // json.dumps uses "," (no space) with an indent
   const Value& seps = Arg(a, 3, "separators");
-  if (seps.is_array() && seps.items().size() == 2 && seps.items()[0].is_string() && seps.items()[1].is_string()) {
+  if (seps.is_array() && seps.items().size() == 2 && seps.items()[0].is_string() &&
+      seps.items()[1].is_string()) {
     opt.item_sep = seps.items()[0].str();
     opt.key_sep = seps.items()[1].str();
   } else if (!seps.is_undefined() && !seps.is_none()) {
@@ -255,12 +256,23 @@ std::string HtmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -268,7 +280,8 @@ std::string HtmlEscape(const std::string& s) {
 
 const std::map<std::string, FilterFn>& Filters() {
   static const auto* filters = new std::map<std::string, FilterFn>{
-      {"abs", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"abs",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          const Value& v = Arg(a, 0, "x");
          if (v.is_float()) return Value::Float(std::fabs(v.number()));
          if (v.is_int() || v.is_bool()) {
@@ -277,18 +290,21 @@ const std::map<std::string, FilterFn>& Filters() {
          }
          return InvalidArgument(std::string("bad operand type for abs(): '") + v.TypeName() + "'");
        }},
-      {"attr", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"attr",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          // getattr() only: dict keys are not attributes.
          const Value& obj = Arg(a, 0, "obj");
          std::string name = ToPyString(Arg(a, 1, "name"));
          if (obj.is_namespace() || IsMethod(obj, name)) return GetAttr(obj, name);
          return Value();
        }},
-      {"capitalize", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"capitalize",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          return Value::String(text::Capitalize(ToPyString(Arg(a, 0, "s"))));
        }},
       {"count", [](Evaluator&, CallArgs& a) { return Length(Arg(a, 0, "obj")); }},
-      {"default", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"default",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          const Value& v = Arg(a, 0, "value");
          bool boolean = BoolArg(a, 2, "boolean", false);
          if (v.is_undefined() || (boolean && !v.Truthy())) {
@@ -297,27 +313,32 @@ const std::map<std::string, FilterFn>& Filters() {
          }
          return v;
        }},
-      {"dictsort", [](Evaluator& ev, CallArgs& a) -> Result<Value> {
+      {"dictsort",
+       [](Evaluator& ev, CallArgs& a) -> Result<Value> {
          const Value& v = Arg(a, 0, "value");
          if (!v.is_object()) return InvalidArgument("dictsort: expected a dict");
          bool case_sensitive = BoolArg(a, 1, "case_sensitive", false);
          std::string by = a.Has(2, "by") ? ToPyString(Arg(a, 2, "by")) : "key";
          bool reverse = BoolArg(a, 3, "reverse", false);
          std::vector<Value> pairs;
-         for (const auto& [k, item] : v.object().items) pairs.push_back(Value::Array({Value::String(k), item}, true));
+         for (const auto& [k, item] : v.object().items)
+           pairs.push_back(Value::Array({Value::String(k), item}, true));
          CallArgs sargs;
          sargs.positional = {Value::Array(pairs), Value::Bool(reverse), Value::Bool(case_sensitive),
                              Value::String(by == "value" ? "1" : "0")};
          return SortFilter(ev, sargs);
        }},
-      {"escape", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"escape",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          return Value::String(HtmlEscape(ToPyString(Arg(a, 0, "s"))));
        }},
-      {"first", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"first",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          LS_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(Arg(a, 0, "seq")));
          return items.empty() ? Value() : items.front();
        }},
-      {"float", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"float",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          const Value& v = Arg(a, 0, "value");
          Value def = a.Has(1, "default") ? Arg(a, 1, "default") : Value::Float(0.0);
          if (v.is_number()) return Value::Float(v.number());
@@ -325,13 +346,17 @@ const std::map<std::string, FilterFn>& Filters() {
          if (v.is_string() && ParseNumber(v.str(), false, &out)) return out;
          return def;
        }},
-      {"format", [](Evaluator&, CallArgs& a) -> Result<Value> {
-         std::vector<Value> rest(a.positional.begin() + std::min<size_t>(1, a.positional.size()), a.positional.end());
-         if (!a.keyword.empty()) return PercentFormat(ToPyString(Arg(a, 0, "value")), Value::Object(a.keyword));
+      {"format",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
+         std::vector<Value> rest(a.positional.begin() + std::min<size_t>(1, a.positional.size()),
+                                 a.positional.end());
+         if (!a.keyword.empty())
+           return PercentFormat(ToPyString(Arg(a, 0, "value")), Value::Object(a.keyword));
          return PercentFormat(ToPyString(Arg(a, 0, "value")), Value::Array(std::move(rest), true));
        }},
       {"indent", [](Evaluator&, CallArgs& a) { return Indent(a); }},
-      {"int", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"int",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          const Value& v = Arg(a, 0, "value");
          Value def = a.Has(1, "default") ? Arg(a, 1, "default") : Value::Int(0);
          if (v.is_int() || v.is_bool()) return Value::Int(v.int_value());
@@ -344,15 +369,18 @@ const std::map<std::string, FilterFn>& Filters() {
          if (v.is_string() && ParseNumber(v.str(), true, &out)) return out;
          return def;
        }},
-      {"items", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"items",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          const Value& v = Arg(a, 0, "value");
          if (v.is_undefined()) return Value::Array({});
          if (!v.is_object()) return InvalidArgument("items: expected a dict");
          std::vector<Value> items;
-         for (const auto& [k, item] : v.object().items) items.push_back(Value::Array({Value::String(k), item}, true));
+         for (const auto& [k, item] : v.object().items)
+           items.push_back(Value::Array({Value::String(k), item}, true));
          return Value::Array(std::move(items));
        }},
-      {"join", [](Evaluator& ev, CallArgs& a) -> Result<Value> {
+      {"join",
+       [](Evaluator& ev, CallArgs& a) -> Result<Value> {
          LS_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(Arg(a, 0, "value")));
          std::string sep = a.Has(1, "d") ? ToPyString(Arg(a, 1, "d")) : "";
          std::string attr = AttributeArg(a, 2);
@@ -365,16 +393,19 @@ const std::map<std::string, FilterFn>& Filters() {
          LS_RETURN_IF_ERROR(ev.Charge(static_cast<int64_t>(out.size())));
          return Value::String(std::move(out));
        }},
-      {"last", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"last",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          LS_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(Arg(a, 0, "seq")));
          return items.empty() ? Value() : items.back();
        }},
       {"length", [](Evaluator&, CallArgs& a) { return Length(Arg(a, 0, "obj")); }},
-      {"list", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"list",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          LS_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(Arg(a, 0, "value")));
          return Value::Array(std::move(items));
        }},
-      {"lower", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"lower",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          return Value::String(text::Lower(ToPyString(Arg(a, 0, "s"))));
        }},
       {"map", MapFilter},
@@ -382,7 +413,8 @@ const std::map<std::string, FilterFn>& Filters() {
       {"min", [](Evaluator&, CallArgs& a) { return MinMax(a, false); }},
       {"reject", [](Evaluator& ev, CallArgs& a) { return SelectFilter(ev, a, false, false); }},
       {"rejectattr", [](Evaluator& ev, CallArgs& a) { return SelectFilter(ev, a, true, false); }},
-      {"replace", [](Evaluator& ev, CallArgs& a) -> Result<Value> {
+      {"replace",
+       [](Evaluator& ev, CallArgs& a) -> Result<Value> {
          std::string s = ToPyString(Arg(a, 0, "s"));
          std::string old = ToPyString(Arg(a, 1, "old"));
          std::string repl = ToPyString(Arg(a, 2, "new"));
@@ -399,7 +431,8 @@ const std::map<std::string, FilterFn>& Filters() {
          LS_RETURN_IF_ERROR(ev.Charge(static_cast<int64_t>(r.size())));
          return Value::String(std::move(r));
        }},
-      {"reverse", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"reverse",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          const Value& v = Arg(a, 0, "value");
          if (v.is_string()) {
            std::vector<std::string_view> cs = Utf8Chars(v.str());
@@ -416,8 +449,10 @@ const std::map<std::string, FilterFn>& Filters() {
       {"select", [](Evaluator& ev, CallArgs& a) { return SelectFilter(ev, a, false, true); }},
       {"selectattr", [](Evaluator& ev, CallArgs& a) { return SelectFilter(ev, a, true, true); }},
       {"sort", SortFilter},
-      {"string", [](Evaluator&, CallArgs& a) -> Result<Value> { return Value::String(ToPyString(Arg(a, 0, "s"))); }},
-      {"sum", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"string",
+       [](Evaluator&, CallArgs& a) -> Result<Value> { return Value::String(ToPyString(Arg(a, 0, "s"))); }},
+      {"sum",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          LS_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(Arg(a, 0, "iterable")));
          std::string attr = AttributeArg(a, 1);
          Value total = a.Has(2, "start") ? Arg(a, 2, "start") : Value::Int(0);
@@ -428,22 +463,27 @@ const std::map<std::string, FilterFn>& Filters() {
              total = Value::Float(total.number() + v.number());
            } else {
              int64_t r;
-             if (__builtin_add_overflow(total.int_value(), v.int_value(), &r)) return InvalidArgument("integer overflow");
+             if (__builtin_add_overflow(total.int_value(), v.int_value(), &r))
+               return InvalidArgument("integer overflow");
              total = Value::Int(r);
            }
          }
          return total;
        }},
-      {"title", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"title",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          return Value::String(text::JinjaTitle(ToPyString(Arg(a, 0, "s"))));
        }},
       {"tojson", ToJsonFilter},
-      {"trim", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"trim",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          const Value& chars = Arg(a, 1, "chars");
          std::string cs = chars.is_string() ? chars.str() : "";
-         return Value::String(text::Strip(ToPyString(Arg(a, 0, "value")), chars.is_string() ? &cs : nullptr, true, true));
+         return Value::String(
+             text::Strip(ToPyString(Arg(a, 0, "value")), chars.is_string() ? &cs : nullptr, true, true));
        }},
-      {"unique", [](Evaluator& ev, CallArgs& a) -> Result<Value> {
+      {"unique",
+       [](Evaluator& ev, CallArgs& a) -> Result<Value> {
          LS_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(Arg(a, 0, "value")));
          bool case_sensitive = BoolArg(a, 1, "case_sensitive", false);
          std::string attr = AttributeArg(a, 2);
@@ -460,10 +500,12 @@ const std::map<std::string, FilterFn>& Filters() {
          }
          return Value::Array(std::move(out));
        }},
-      {"upper", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"upper",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          return Value::String(text::Upper(ToPyString(Arg(a, 0, "s"))));
        }},
-      {"wordcount", [](Evaluator&, CallArgs& a) -> Result<Value> {
+      {"wordcount",
+       [](Evaluator&, CallArgs& a) -> Result<Value> {
          std::string s = ToPyString(Arg(a, 0, "s"));
          int64_t n = 0;
          bool in_word = false;
@@ -479,8 +521,8 @@ const std::map<std::string, FilterFn>& Filters() {
 }
 
 const std::map<std::string, std::string>& Aliases() {
-  static const auto* aliases = new std::map<std::string, std::string>{
-      {"d", "default"}, {"e", "escape"}, {"forceescape", "escape"}};
+  static const auto* aliases =
+      new std::map<std::string, std::string>{{"d", "default"}, {"e", "escape"}, {"forceescape", "escape"}};
   return *aliases;
 }
 

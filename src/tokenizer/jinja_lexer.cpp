@@ -125,7 +125,8 @@ class Lexer {
     *strip_next = mod == '-';
     *line_starting = false;
     if (mod == '-') {
-      // Jinja's match for "-%}\s*" ends at a newline if the whitespace does; lstrip of the next tag sees that.
+      // Jinja's match for "-%}\s*" ends at a newline if the whitespace does; lstrip of the next tag sees
+      // that.
       size_t k = close_end;
       while (k < src_.size() && IsSpace(src_[k])) ++k;
       *line_starting = k > close_end && src_[k - 1] == '\n';
@@ -189,8 +190,8 @@ class Lexer {
         while (!text.empty() && IsSpace(text.back())) text.pop_back();
       } else if (mod != '+') {
         size_t l_pos = text.rfind('\n');
-        if (l_pos != std::string::npos && std::all_of(text.begin() + static_cast<std::ptrdiff_t>(l_pos) + 1,
-                                                      text.end(), IsSpace)) {
+        if (l_pos != std::string::npos &&
+            std::all_of(text.begin() + static_cast<std::ptrdiff_t>(l_pos) + 1, text.end(), IsSpace)) {
           text.erase(l_pos + 1);
         }
       }
@@ -326,17 +327,38 @@ class Lexer {
       char e = src_[p + 1];
       p += 2;
       switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'v': out += '\v'; break;
-        case '\n': break;  // line continuation
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case '\n':
+          break;  // line continuation
         case 'x':
         case 'u':
         case 'U': {
@@ -355,7 +377,8 @@ class Lexer {
         default:
           if (e >= '0' && e <= '7') {
             uint32_t cp = static_cast<uint32_t>(e - '0');
-            for (int i = 0; i < 2 && p < n && src_[p] >= '0' && src_[p] <= '7'; ++i) cp = cp * 8 + (src_[p++] - '0');
+            for (int i = 0; i < 2 && p < n && src_[p] >= '0' && src_[p] <= '7'; ++i)
+              cp = cp * 8 + (src_[p++] - '0');
             AppendUtf8(&out, cp);
           } else {
             out += '\\';

@@ -216,8 +216,8 @@ class Parser {
       LS_RETURN_IF_ERROR(ExpectBlockEnd());
       return s;
     }
-    static const std::set<std::string> kUnsupported = {"extends", "include", "import", "from", "block",
-                                                       "call", "with", "do", "autoescape", "trans"};
+    static const std::set<std::string> kUnsupported = {"extends", "include", "import", "from",       "block",
+                                                       "call",    "with",    "do",     "autoescape", "trans"};
     if (kUnsupported.count(k)) return ErrorAt(kw, "unsupported statement '" + k + "'");
     return ErrorAt(kw, "unknown statement '" + k + "'");
   }
@@ -741,8 +741,8 @@ class Parser {
     const Token& c = Cur();
     if (IsOp("(")) {
       LS_RETURN_IF_ERROR(ParseArgs(t.get()));
-    } else if ((c.type == Tok::kName || c.type == Tok::kString || c.type == Tok::kInt || c.type == Tok::kFloat ||
-                IsOp("[") || IsOp("{")) &&
+    } else if ((c.type == Tok::kName || c.type == Tok::kString || c.type == Tok::kInt ||
+                c.type == Tok::kFloat || IsOp("[") || IsOp("{")) &&
                !IsName("else") && !IsName("or") && !IsName("and")) {
       if (IsName("is")) return ErrorAt(c, "cannot chain multiple tests with 'is'");
       // One argument without parentheses: "x is divisibleby 3", "x is sameas none".

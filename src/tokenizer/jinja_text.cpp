@@ -25,16 +25,18 @@ bool IsLineBreak(std::string_view ch) {
 bool IsSpaceCodepoint(std::string_view ch) {
   if (ch.size() == 1) {
     char c = ch[0];
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || (c >= '\x1c' && c <= '\x1f');
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' ||
+           (c >= '\x1c' && c <= '\x1f');
   }
-  static const char* kSpaces[] = {"\xc2\x85", "\xc2\xa0", "\xe1\x9a\x80", "\xe2\x80\xa8", "\xe2\x80\xa9",
-                                  "\xe2\x80\xaf", "\xe2\x81\x9f", "\xe3\x80\x80"};
+  static const char* kSpaces[] = {"\xc2\x85",     "\xc2\xa0",     "\xe1\x9a\x80", "\xe2\x80\xa8",
+                                  "\xe2\x80\xa9", "\xe2\x80\xaf", "\xe2\x81\x9f", "\xe3\x80\x80"};
   for (const char* s : kSpaces) {
     if (ch == s) return true;
   }
   // U+2000..U+200A
-  return ch.size() == 3 && static_cast<unsigned char>(ch[0]) == 0xE2 && static_cast<unsigned char>(ch[1]) == 0x80 &&
-         static_cast<unsigned char>(ch[2]) >= 0x80 && static_cast<unsigned char>(ch[2]) <= 0x8A;
+  return ch.size() == 3 && static_cast<unsigned char>(ch[0]) == 0xE2 &&
+         static_cast<unsigned char>(ch[1]) == 0x80 && static_cast<unsigned char>(ch[2]) >= 0x80 &&
+         static_cast<unsigned char>(ch[2]) <= 0x8A;
 }
 
 std::string Strip(std::string_view s, const std::string* chars, bool left, bool right) {
@@ -190,8 +192,8 @@ std::string JinjaTitle(std::string_view s) {
   // Jinja splits on runs of whitespace or -([{< (kept), then upper-cases each chunk's first character and
   // lower-cases the rest.
   auto is_sep = [](char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '-' || c == '(' ||
-           c == '{' || c == '[' || c == '<';
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '-' ||
+           c == '(' || c == '{' || c == '[' || c == '<';
   };
   std::string out;
   size_t i = 0;
@@ -236,7 +238,8 @@ Result<std::string> Format(std::string_view fmt, const CallArgs& args, size_t fi
     char conv = 's';
     size_t bang = field.find('!');
     if (bang != std::string_view::npos) {
-      if (bang + 2 != field.size()) return InvalidArgument("format(): bad conversion in '{" + std::string(field) + "}'");
+      if (bang + 2 != field.size())
+        return InvalidArgument("format(): bad conversion in '{" + std::string(field) + "}'");
       conv = field[bang + 1];
       field = field.substr(0, bang);
     }
@@ -245,7 +248,8 @@ Result<std::string> Format(std::string_view fmt, const CallArgs& args, size_t fi
     }
     const Value* v = nullptr;
     Value found;
-    if (field.empty() || std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+    if (field.empty() ||
+        std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
       size_t idx;
       if (field.empty()) {
         if (used_manual) return InvalidArgument("format(): cannot mix automatic and manual field numbering");

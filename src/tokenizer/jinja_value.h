@@ -1,13 +1,13 @@
 // Dynamic values of the chat-template (Jinja2 subset) interpreter: Python-like None/bool/int/float/str/list/
-// tuple/dict/namespace/callable plus Jinja's Undefined, with Python's rules for printing, truthiness, equality,
-// ordering and json.dumps. Containers are shared and immutable once built (namespaces excepted).
+// tuple/dict/namespace/callable plus Jinja's Undefined, with Python's rules for printing, truthiness,
+// equality, ordering and json.dumps. Containers are shared and immutable once built (namespaces excepted).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -129,7 +129,8 @@ std::string ToPyRepr(const Value& v);
 // Python repr(float): shortest round-trip digits, "1.0", "1e+16", "inf", "nan".
 std::string FormatPyFloat(double d);
 
-// Python json.dumps options; the defaults are transformers' tojson filter (ensure_ascii=False, key order kept).
+// Python json.dumps options; the defaults are transformers' tojson filter (ensure_ascii=False, key order
+// kept).
 struct JsonOptions {
   std::optional<std::string> indent;  // unset: one line; else newline + this per level
   std::string item_sep = ", ";        // json.dumps uses "," when indent is set

@@ -1,4 +1,5 @@
-// ChatTemplate tests: the models' own templates (from the GGUFs) against the Hugging Face reference renders in
+// ChatTemplate tests: the models' own templates (from the GGUFs) against the Hugging Face reference renders
+// in
 // ../shared/reference/chat-template, the built-in templates, ForModel's fallback choice, and error surfacing.
 #include "tokenizer/chat_template.h"
 
@@ -39,8 +40,9 @@ std::string DiffLocation(const std::string& want, const std::string& got) {
   while (i < want.size() && i < got.size() && want[i] == got[i]) ++i;
   if (i == want.size() && i == got.size()) return "identical";
   size_t from = i < 40 ? 0 : i - 40;
-  return "first difference at byte " + std::to_string(i) + " (want " + std::to_string(want.size()) + " bytes, got " +
-         std::to_string(got.size()) + ")\n  want: " + ordered_json(want.substr(from, 100)).dump() +
+  return "first difference at byte " + std::to_string(i) + " (want " + std::to_string(want.size()) +
+         " bytes, got " + std::to_string(got.size()) +
+         ")\n  want: " + ordered_json(want.substr(from, 100)).dump() +
          "\n  got:  " + ordered_json(got.substr(from, 100)).dump();
 }
 
@@ -113,9 +115,11 @@ TEST(ChatTemplateReference, BuiltinLlama3MatchesReferenceWithGenerationPrompt) {
   int checked = 0;
   for (const auto& c : ref["cases"]) {
     if (!c["add_generation_prompt"].get<bool>()) continue;
-    auto got = tmpl->Apply(c["messages"], true, {{"bos_token", ref["bos_token"]}, {"eos_token", ref["eos_token"]}});
+    auto got =
+        tmpl->Apply(c["messages"], true, {{"bos_token", ref["bos_token"]}, {"eos_token", ref["eos_token"]}});
     ASSERT_TRUE(got.ok()) << got.status().ToString();
-    EXPECT_EQ(*got, c["rendered"].get<std::string>()) << c["name"] << ": " << DiffLocation(c["rendered"].get<std::string>(), *got);
+    EXPECT_EQ(*got, c["rendered"].get<std::string>())
+        << c["name"] << ": " << DiffLocation(c["rendered"].get<std::string>(), *got);
     ++checked;
   }
   EXPECT_GE(checked, 5);
@@ -133,7 +137,8 @@ TEST(ChatTemplateReference, BuiltinChatmlMatchesQwen3PlainCases) {
     if (name != "user-only" && name != "system-user" && name != "multi-turn" && name != "unicode") continue;
     auto got = tmpl->Apply(c["messages"], c["add_generation_prompt"].get<bool>(), nullptr);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
-    EXPECT_EQ(*got, c["rendered"].get<std::string>()) << name << ": " << DiffLocation(c["rendered"].get<std::string>(), *got);
+    EXPECT_EQ(*got, c["rendered"].get<std::string>())
+        << name << ": " << DiffLocation(c["rendered"].get<std::string>(), *got);
     ++checked;
   }
   EXPECT_EQ(checked, 8);
@@ -151,20 +156,21 @@ TEST(ChatTemplateBuiltin, Chatml) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   auto out = t->Apply(Conversation(), true);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
-  EXPECT_EQ(*out,
-            "<|im_start|>system\nSys.<|im_end|>\n<|im_start|>user\n Hi <|im_end|>\n"
-            "<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(
+      *out,
+      "<|im_start|>system\nSys.<|im_end|>\n<|im_start|>user\n Hi <|im_end|>\n"
+      "<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
 }
 
 TEST(ChatTemplateBuiltin, ChatmlTextPartsAndNullContent) {
   auto t = ChatTemplate::Builtin("chatml");
   ASSERT_TRUE(t.ok());
-  ordered_json msgs = ordered_json::array(
-      {{{"role", "user"},
-        {"content", ordered_json::array({{{"type", "text"}, {"text", "a"}},
-                                         {{"type", "image_url"}, {"image_url", "x"}},
-                                         {{"type", "text"}, {"text", "b"}}})}},
-       {{"role", "assistant"}, {"content", nullptr}}});
+  ordered_json msgs =
+      ordered_json::array({{{"role", "user"},
+                            {"content", ordered_json::array({{{"type", "text"}, {"text", "a"}},
+                                                             {{"type", "image_url"}, {"image_url", "x"}},
+                                                             {{"type", "text"}, {"text", "b"}}})}},
+                           {{"role", "assistant"}, {"content", nullptr}}});
   auto out = t->Apply(msgs, false);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(*out, "<|im_start|>user\nab<|im_end|>\n<|im_start|>assistant\n<|im_end|>\n");
@@ -207,11 +213,11 @@ TEST(ChatTemplateForModel, FallsBackByMarkers) {
   };
   const Case cases[] = {
       {"", "chatml"},
-      {"{% for m in messages %}<|im_start|>{{ m.role }{% endfor %}", "chatml"},              // does not parse
-      {"{{ '<|start_header_id|>' + undefined_fn() }}", "llama3"},                            // fails to render
-      {"{% if %}[INST]", "llama2"},                                                          // does not parse
-      {"{{ raise_exception('nope') }}", "chatml"},                                           // always raises
-      {"{% for m in messages %}{% endfor %}", "chatml"},                                     // renders nothing
+      {"{% for m in messages %}<|im_start|>{{ m.role }{% endfor %}", "chatml"},  // does not parse
+      {"{{ '<|start_header_id|>' + undefined_fn() }}", "llama3"},                // fails to render
+      {"{% if %}[INST]", "llama2"},                                              // does not parse
+      {"{{ raise_exception('nope') }}", "chatml"},                               // always raises
+      {"{% for m in messages %}{% endfor %}", "chatml"},                         // renders nothing
   };
   for (const Case& c : cases) {
     std::string chosen;
@@ -236,7 +242,8 @@ TEST(ChatTemplateApply, ChatMessageOverloadMergesExtraFields) {
   msgs[0].extra = {{"name", "bob"}};
   msgs[1].role = "assistant";
   msgs[1].content = "";
-  msgs[1].extra = {{"tool_calls", ordered_json::array({{{"name", "f"}, {"arguments", {{"b", 1}, {"a", 2}}}}})}};
+  msgs[1].extra = {
+      {"tool_calls", ordered_json::array({{{"name", "f"}, {"arguments", {{"b", 1}, {"a", 2}}}}})}};
   auto out = t->Apply(msgs, false);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(*out, "user:hi|bob|;assistant:||[{\"name\": \"f\", \"arguments\": {\"b\": 1, \"a\": 2}}];");
@@ -257,7 +264,7 @@ TEST(ChatTemplateApply, ErrorsComeBackAsStatus) {
       << raised.status().message();
   EXPECT_NE(raised.status().message().find("line 1, column"), std::string::npos) << raised.status().message();
 
-  EXPECT_FALSE(t->Apply(ordered_json::object(), false).ok());                   // messages not an array
+  EXPECT_FALSE(t->Apply(ordered_json::object(), false).ok());                  // messages not an array
   EXPECT_FALSE(t->Apply(ordered_json::array(), false, ordered_json(5)).ok());  // context not an object
 }
 

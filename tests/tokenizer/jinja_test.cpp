@@ -46,9 +46,9 @@ TEST(JinjaSyntax, TextOutputAndComments) {
       {"Hello {{ name }}!", R"({"name": "W"})", "Hello W!"},
       {"a{# comment #}b", nullptr, "ab"},
       {"{{ missing }}|{{ missing.attr }}|{{ missing['k'] }}", nullptr, "||"},
-      {"x\n", nullptr, "x"},             // one trailing newline is dropped
+      {"x\n", nullptr, "x"},  // one trailing newline is dropped
       {"x\n\n", nullptr, "x\n"},
-      {"a\r\nb", nullptr, "a\nb"},       // newlines normalized
+      {"a\r\nb", nullptr, "a\nb"},  // newlines normalized
       {"{% raw %}{{ not evaluated }}{% endraw %}", nullptr, "{{ not evaluated }}"},
       {"{{ {'a': {'b': 1}} }}", nullptr, "{'a': {'b': 1}}"},  // "}}" inside a dict literal
   });
@@ -75,7 +75,8 @@ TEST(JinjaSyntax, Literals) {
       {"{{ true }}|{{ True }}|{{ false }}|{{ none }}|{{ None }}", nullptr, "True|True|False|None|None"},
       {"{{ [1, 'a', none, true, 1.0] }}|{{ (1,) }}|{{ (1, 2) }}|{{ () }}", nullptr,
        "[1, 'a', None, True, 1.0]|(1,)|(1, 2)|()"},
-      {R"({{ {'k': [1, "it's"], 'n': none} }}|{{ {} }}|{{ [] }})", nullptr, R"({'k': [1, "it's"], 'n': None}|{}|[])"},
+      {R"({{ {'k': [1, "it's"], 'n': none} }}|{{ {} }}|{{ [] }})", nullptr,
+       R"({'k': [1, "it's"], 'n': None}|{}|[])"},
       {"{{ 0.1 + 0.2 }}|{{ 1e-5 }}|{{ 1e16 }}|{{ 1.5e15 }}|{{ 1/3 }}|{{ 100.0 }}", nullptr,
        "0.30000000000000004|1e-05|1e+16|1500000000000000.0|0.3333333333333333|100.0"},
   });
@@ -100,10 +101,10 @@ TEST(JinjaExpressions, ComparisonLogicAndMembership) {
        "TrueTrueTrueTrueFalse"},
       {"{{ 'a' < 'b' }}{{ [1, 2] < [1, 3] }}{{ 1 < 2 < 3 }}{{ 3 > 2 > 2 }}{{ 2 >= 2 }}{{ 1 != 2 }}", nullptr,
        "TrueTrueTrueFalseTrueTrue"},
-      {"{{ 'a' in 'cat' }}{{ 'k' in d }}{{ 3 not in [1, 2] }}{{ 'z' in d }}{{ not 1 in [1] }}", R"({"d": {"k": 1}})",
-       "TrueTrueTrueFalseFalse"},
-      {"{{ a or b }}|{{ a and b }}|{{ 0 or '' or 'z' }}|{{ 1 and 2 }}|{{ not none }}", R"({"a": "", "b": "B"})",
-       "B||z|2|True"},
+      {"{{ 'a' in 'cat' }}{{ 'k' in d }}{{ 3 not in [1, 2] }}{{ 'z' in d }}{{ not 1 in [1] }}",
+       R"({"d": {"k": 1}})", "TrueTrueTrueFalseFalse"},
+      {"{{ a or b }}|{{ a and b }}|{{ 0 or '' or 'z' }}|{{ 1 and 2 }}|{{ not none }}",
+       R"({"a": "", "b": "B"})", "B||z|2|True"},
       {"{{ 'y' if c else 'n' }}|{{ 'y' if not c else 'n' }}|{{ 'only' if false }}", R"({"c": [1]})", "y|n|"},
   });
 }
@@ -114,28 +115,34 @@ TEST(JinjaExpressions, SubscriptsSlicesAndAttributes) {
        "c2[2, 3][1, 2]"},
       {"{{ [1, 2, 3, 4, 5][::2] }}{{ 'hello'[1:4] }}{{ 'hello'[::-1] }}{{ [1, 2, 3][5:] }}", nullptr,
        "[1, 3, 5]ellolleh[]"},
-      {"{{ messages[::-1] | map(attribute='c') | join }}", R"({"messages": [{"c": 1}, {"c": 2}, {"c": 3}]})", "321"},
+      {"{{ messages[::-1] | map(attribute='c') | join }}", R"({"messages": [{"c": 1}, {"c": 2}, {"c": 3}]})",
+       "321"},
       {"{{ 'Grüße'[1:3] }}|{{ 'Grüße' | length }}", nullptr, "rü|5"},  // code points, not bytes
-      {"{{ x.y.z }}|{{ x['y']['z'] }}|{{ l.0 }}|{{ l[10] }}|{{ d.missing }}", R"({"x": {"y": {"z": "deep"}}, "l": [5], "d": {}})",
-       "deep|deep|5||"},
-      {"{{ d['items'] }}|{{ d.get('items') }}|{{ d.get('nope') }}|{{ d.get('nope', 0) }}", R"({"d": {"items": 7}})",
-       "7|7|None|0"},
+      {"{{ x.y.z }}|{{ x['y']['z'] }}|{{ l.0 }}|{{ l[10] }}|{{ d.missing }}",
+       R"({"x": {"y": {"z": "deep"}}, "l": [5], "d": {}})", "deep|deep|5||"},
+      {"{{ d['items'] }}|{{ d.get('items') }}|{{ d.get('nope') }}|{{ d.get('nope', 0) }}",
+       R"({"d": {"items": 7}})", "7|7|None|0"},
   });
 }
 
 TEST(JinjaExpressions, StringMethods) {
   RunCases({
-      {"{{ '  a b  '.strip() }}|{{ 'xxaxx'.strip('x') }}|{{ '\\n\\nx\\n'.lstrip('\\n') }}|{{ 'ab  '.rstrip() }}", nullptr,
-       "a b|a|x\n|ab"},
-      {"{{ 'a,b,,c'.split(',') }}|{{ 'a,b,c'.split(',', 1) }}|{{ ' a  b '.split() }}|{{ 'a,b,c'.rsplit(',', 1) }}", nullptr,
-       "['a', 'b', '', 'c']|['a', 'b,c']|['a', 'b']|['a,b', 'c']"},
-      {"{{ 'Hi!'.startswith('Hi') }}{{ 'Hi!'.endswith(('x', '!')) }}{{ 'Hi'.upper() }}{{ 'Hi'.lower() }}", nullptr,
-       "TrueTrueHIhi"},
-      {"{{ 'aaa'.replace('a', 'b') }}|{{ 'aaa'.replace('a', 'b', 2) }}|{{ 'hello world'.title() }}|{{ 'hELLO'.capitalize() }}",
+      {"{{ '  a b  '.strip() }}|{{ 'xxaxx'.strip('x') }}|{{ '\\n\\nx\\n'.lstrip('\\n') }}|{{ 'ab  '.rstrip() "
+       "}}",
+       nullptr, "a b|a|x\n|ab"},
+      {"{{ 'a,b,,c'.split(',') }}|{{ 'a,b,c'.split(',', 1) }}|{{ ' a  b '.split() }}|{{ 'a,b,c'.rsplit(',', "
+       "1) }}",
+       nullptr, "['a', 'b', '', 'c']|['a', 'b,c']|['a', 'b']|['a,b', 'c']"},
+      {"{{ 'Hi!'.startswith('Hi') }}{{ 'Hi!'.endswith(('x', '!')) }}{{ 'Hi'.upper() }}{{ 'Hi'.lower() }}",
+       nullptr, "TrueTrueHIhi"},
+      {"{{ 'aaa'.replace('a', 'b') }}|{{ 'aaa'.replace('a', 'b', 2) }}|{{ 'hello world'.title() }}|{{ "
+       "'hELLO'.capitalize() }}",
        nullptr, "bbb|bba|Hello World|Hello"},
-      {"{{ '{} and {}'.format('x', 'y') }}|{{ '{0}{0}'.format('z') }}|{{ '{n}!'.format(n=3) }}", nullptr, "x and y|zz|3!"},
-      {"{{ 'hi hi'.find('i') }}|{{ 'hi hi'.count('hi') }}|{{ '-'.join(['a', 'b']) }}|{{ 'a\\nb'.splitlines() }}", nullptr,
-       "1|2|a-b|['a', 'b']"},
+      {"{{ '{} and {}'.format('x', 'y') }}|{{ '{0}{0}'.format('z') }}|{{ '{n}!'.format(n=3) }}", nullptr,
+       "x and y|zz|3!"},
+      {"{{ 'hi hi'.find('i') }}|{{ 'hi hi'.count('hi') }}|{{ '-'.join(['a', 'b']) }}|{{ 'a\\nb'.splitlines() "
+       "}}",
+       nullptr, "1|2|a-b|['a', 'b']"},
       {"{%- set c = '<think>\\nr\\n</think>\\n\\nanswer' -%}{{ c.split('</think>')[-1].lstrip('\\n') }}|"
        "{{ c.split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n') }}",
        nullptr, "answer|r"},
@@ -145,7 +152,8 @@ TEST(JinjaExpressions, StringMethods) {
 
 TEST(JinjaExpressions, DictAndListMethods) {
   RunCases({
-      {"{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}|{{ d.keys() | list }}|{{ d.values() | list }}",
+      {"{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}|{{ d.keys() | list }}|{{ d.values() | list "
+       "}}",
        R"({"d": {"z": 1, "a": 2}})", "z=1;a=2;|['z', 'a']|[1, 2]"},
       {"{{ [1, 2, 2].count(2) }}{{ [1, 2, 3].index(3) }}", nullptr, "22"},
   });
@@ -165,23 +173,31 @@ TEST(JinjaStatements, ForLoops) {
        "{{ loop.first }}{{ loop.last }}{{ loop.length }};{% endfor %}",
        nullptr, "0132TrueFalse3;1221FalseFalse3;2310FalseTrue3;"},
       {"{% for x in [] %}a{% else %}empty{% endfor %}", nullptr, "empty"},
-      {"{% for a, b in [[1, 2], [3, 4]] if a > 1 %}{{ loop.index }}/{{ loop.length }}:{{ a }}{{ b }}{% endfor %}", nullptr,
-       "1/1:34"},
+      {"{% for a, b in [[1, 2], [3, 4]] if a > 1 %}{{ loop.index }}/{{ loop.length }}:{{ a }}{{ b }}{% "
+       "endfor %}",
+       nullptr, "1/1:34"},
       {"{% for m in messages if m.role == 'user' %}{{ m.c }}{% endfor %}",
-       R"({"messages": [{"role": "user", "c": 1}, {"role": "bot", "c": 2}, {"role": "user", "c": 3}]})", "13"},
-      {"{% for k in d %}{{ k }}{% endfor %}|{% for c in 'hé' %}[{{ c }}]{% endfor %}|{% for x in nothing %}x{% endfor %}",
+       R"({"messages": [{"role": "user", "c": 1}, {"role": "bot", "c": 2}, {"role": "user", "c": 3}]})",
+       "13"},
+      {"{% for k in d %}{{ k }}{% endfor %}|{% for c in 'hé' %}[{{ c }}]{% endfor %}|{% for x in nothing "
+       "%}x{% endfor %}",
        R"({"d": {"b": 1, "a": 2}})", "ba|[h][é]|"},
-      {"{% for i in range(5) %}{% if i == 3 %}{% break %}{% endif %}{% if i == 1 %}{% continue %}{% endif %}{{ i }}"
+      {"{% for i in range(5) %}{% if i == 3 %}{% break %}{% endif %}{% if i == 1 %}{% continue %}{% endif "
+       "%}{{ i }}"
        "{% endfor %}",
        nullptr, "02"},
-      {"{% for x in [1, 2] %}{% for y in [3, 4] %}{{ loop.index }}{{ x }}{{ y }} {% endfor %}{{ loop.index }}|{% endfor %}",
+      {"{% for x in [1, 2] %}{% for y in [3, 4] %}{{ loop.index }}{{ x }}{{ y }} {% endfor %}{{ loop.index "
+       "}}|{% endfor %}",
        nullptr, "113 214 1|123 224 2|"},
-      {"{% for x in [1, 2, 3] %}{{ loop.cycle('a', 'b') }}{% if not loop.first %}{{ loop.previtem }}{% endif %}"
+      {"{% for x in [1, 2, 3] %}{{ loop.cycle('a', 'b') }}{% if not loop.first %}{{ loop.previtem }}{% endif "
+       "%}"
        "{% if not loop.last %}{{ loop.nextitem }}{% endif %}{% endfor %}",
        nullptr, "a2b13a2"},
       // Assignments inside a loop body stay in that iteration.
-      {"{% for i in [1, 2] %}{% if i == 2 %}[{{ x }}]{% endif %}{% set x = i %}{% endfor %}[{{ x }}]", nullptr, "[][]"},
-      {"{% for i in range(2, 10, 3) %}{{ i }}{% endfor %}|{{ range(5, 0, -2) | list }}", nullptr, "258|[5, 3, 1]"},
+      {"{% for i in [1, 2] %}{% if i == 2 %}[{{ x }}]{% endif %}{% set x = i %}{% endfor %}[{{ x }}]",
+       nullptr, "[][]"},
+      {"{% for i in range(2, 10, 3) %}{{ i }}{% endfor %}|{{ range(5, 0, -2) | list }}", nullptr,
+       "258|[5, 3, 1]"},
   });
 }
 
@@ -190,24 +206,29 @@ TEST(JinjaStatements, SetAndNamespace) {
       {"{% set x = 1 %}{% set y = x + 1 %}{{ x }}{{ y }}", nullptr, "12"},
       {"{% set a, b = 1, 2 %}{{ a }}{{ b }}{% set t = 1, 2 %}{{ t }}", nullptr, "12(1, 2)"},
       {"{% set x %}a{{ 1 + 1 }}b{% endset %}[{{ x }}]", nullptr, "[a2b]"},
-      {"{% set ns = namespace(found=false, n=0) %}{% for m in messages %}{% if m == 's' %}{% set ns.found = true %}"
+      {"{% set ns = namespace(found=false, n=0) %}{% for m in messages %}{% if m == 's' %}{% set ns.found = "
+       "true %}"
        "{% endif %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.found }}{{ ns.n }}",
        R"({"messages": ["u", "s"]})", "True2"},
-      {"{% set ns = namespace(v=[]) %}{% for i in range(3) %}{% set ns.v = ns.v + [i] %}{% endfor %}{{ ns.v }}", nullptr,
-       "[0, 1, 2]"},
+      {"{% set ns = namespace(v=[]) %}{% for i in range(3) %}{% set ns.v = ns.v + [i] %}{% endfor %}{{ ns.v "
+       "}}",
+       nullptr, "[0, 1, 2]"},
       {"{% set messages = messages[1:] %}{{ messages | length }}", R"({"messages": [1, 2, 3]})", "2"},
-      {"{% if true %}{% set inner = 'leaks' %}{% endif %}{{ inner }}", nullptr, "leaks"},  // if is not a scope
+      {"{% if true %}{% set inner = 'leaks' %}{% endif %}{{ inner }}", nullptr,
+       "leaks"},  // if is not a scope
       {"{{ dict(a=1, b=2) }}|{{ namespace(x=1).x }}", nullptr, "{'a': 1, 'b': 2}|1"},
   });
 }
 
 TEST(JinjaStatements, MacrosAndFilterBlocks) {
   RunCases({
-      {"{% macro m(a, b=2) %}[{{ a }}{{ b }}{{ x }}]{% endmacro %}{% set x = 5 %}{{ m(1) }}{{ m(1, b=3) }}{{ m(a=0) }}",
+      {"{% macro m(a, b=2) %}[{{ a }}{{ b }}{{ x }}]{% endmacro %}{% set x = 5 %}{{ m(1) }}{{ m(1, b=3) }}{{ "
+       "m(a=0) }}",
        nullptr, "[125][135][025]"},
-      {"{% for i in [1] %}{% set y = 3 %}{% macro m2() %}{{ y }}{{ i }}{% endmacro %}{{ m2() }}{% endfor %}", nullptr,
-       "31"},
-      {"{% macro fact(n) %}{% if n <= 1 %}1{% else %}{{ n * fact(n - 1) | int }}{% endif %}{% endmacro %}{{ fact(5) }}",
+      {"{% for i in [1] %}{% set y = 3 %}{% macro m2() %}{{ y }}{{ i }}{% endmacro %}{{ m2() }}{% endfor %}",
+       nullptr, "31"},
+      {"{% macro fact(n) %}{% if n <= 1 %}1{% else %}{{ n * fact(n - 1) | int }}{% endif %}{% endmacro %}{{ "
+       "fact(5) }}",
        nullptr, "120"},
       {"{% filter upper %}ab{{ 'c' }}{% endfilter %}", nullptr, "ABC"},
       {"{% generation %}kept{% endgeneration %}", nullptr, "kept"},
@@ -216,39 +237,46 @@ TEST(JinjaStatements, MacrosAndFilterBlocks) {
 
 TEST(JinjaFilters, StringsAndNumbers) {
   RunCases({
-      {"{{ '  x  ' | trim }}|{{ 'xxhixx' | trim('x') }}|{{ 'AbC' | upper }}{{ 'AbC' | lower }}", nullptr, "x|hi|ABCabc"},
-      {"{{ 'hELLO wORLD' | capitalize }}|{{ \"they're bill-o x\" | title }}", nullptr, "Hello world|They're Bill-O X"},
+      {"{{ '  x  ' | trim }}|{{ 'xxhixx' | trim('x') }}|{{ 'AbC' | upper }}{{ 'AbC' | lower }}", nullptr,
+       "x|hi|ABCabc"},
+      {"{{ 'hELLO wORLD' | capitalize }}|{{ \"they're bill-o x\" | title }}", nullptr,
+       "Hello world|They're Bill-O X"},
       {"{{ 'a-b' | replace('-', '+') }}|{{ 'aaa' | replace('a', 'b', 2) }}", nullptr, "a+b|bba"},
-      {"{{ '3' | int + 1 }}|{{ '3.7' | int }}|{{ 'x' | int }}|{{ 'x' | int(7) }}|{{ 3.9 | int }}", nullptr, "4|3|0|7|3"},
+      {"{{ '3' | int + 1 }}|{{ '3.7' | int }}|{{ 'x' | int }}|{{ 'x' | int(7) }}|{{ 3.9 | int }}", nullptr,
+       "4|3|0|7|3"},
       {"{{ '2.5' | float }}|{{ 3 | float }}|{{ 'abc' | float }}|{{ -3 | abs }}|{{ -2.5 | abs }}", nullptr,
        "2.5|3.0|0.0|3|2.5"},
-      {"{{ 2.567 | round(2) }}|{{ 2.5 | round }}|{{ 3.5 | round }}|{{ 2.1 | round(0, 'ceil') }}|{{ 7 | round }}", nullptr,
-       "2.57|2.0|4.0|3.0|7"},
+      {"{{ 2.567 | round(2) }}|{{ 2.5 | round }}|{{ 3.5 | round }}|{{ 2.1 | round(0, 'ceil') }}|{{ 7 | round "
+       "}}",
+       nullptr, "2.57|2.0|4.0|3.0|7"},
       {"{{ 42 | string ~ '!' }}|{{ [1, 2] | string }}|{{ 'a b c' | wordcount }}", nullptr, "42!|[1, 2]|3"},
       {"{{ \"<a href='x'>&</a>\" | e }}|{{ '<b>' | safe }}|{{ '%s and %s' | format('a', 'b') }}", nullptr,
        "&lt;a href=&#39;x&#39;&gt;&amp;&lt;/a&gt;|<b>|a and b"},
-      {"{{ 'a\\nb\\r\\nc\\n' | indent(2) }}|{{ 'l1\\nl2' | indent(width=3, first=true) }}|{{ 'a\\n\\nb' | indent(2, blank=true) }}",
+      {"{{ 'a\\nb\\r\\nc\\n' | indent(2) }}|{{ 'l1\\nl2' | indent(width=3, first=true) }}|{{ 'a\\n\\nb' | "
+       "indent(2, blank=true) }}",
        nullptr, "a\n  b\n  c\n|   l1\n   l2|a\n  \n  b"},
   });
 }
 
 TEST(JinjaFilters, Sequences) {
   RunCases({
-      {"{{ [1, [2, 3]] | length }}|{{ 'héllo' | length }}|{{ {'a': 1, 'b': 2} | count }}|{{ undefined_x | length }}",
+      {"{{ [1, [2, 3]] | length }}|{{ 'héllo' | length }}|{{ {'a': 1, 'b': 2} | count }}|{{ undefined_x | "
+       "length }}",
        nullptr, "2|5|2|0"},
-      {"{{ [1, 2, 3] | first }}{{ [1, 2, 3] | last }}{{ 'abc' | first }}{{ 'abc' | reverse }}{{ [1, 2] | reverse | list }}",
+      {"{{ [1, 2, 3] | first }}{{ [1, 2, 3] | last }}{{ 'abc' | first }}{{ 'abc' | reverse }}{{ [1, 2] | "
+       "reverse | list }}",
        nullptr, "13acba[2, 1]"},
       {"{{ [1, 2, 3] | join }}|{{ [1, 2, 3] | join('-') }}|{{ m | join(', ', attribute='c') }}",
        R"({"m": [{"c": "a"}, {"c": "b"}]})", "123|1-2-3|a, b"},
-      {"{{ 'abc' | list }}|{{ {'a': 1} | list }}|{{ d | items | list }}|{{ d | dictsort }}", R"({"d": {"b": 1, "a": 2}})",
-       "['a', 'b', 'c']|['a']|[('b', 1), ('a', 2)]|[('a', 2), ('b', 1)]"},
+      {"{{ 'abc' | list }}|{{ {'a': 1} | list }}|{{ d | items | list }}|{{ d | dictsort }}",
+       R"({"d": {"b": 1, "a": 2}})", "['a', 'b', 'c']|['a']|[('b', 1), ('a', 2)]|[('a', 2), ('b', 1)]"},
       {"{{ ['b', 'A', 'a', 'C'] | sort }}|{{ ['b', 'A', 'a', 'C'] | sort(case_sensitive=true) }}|"
        "{{ [3, 1, 2] | sort(reverse=true) }}|{{ ['b', 'A', 'a'] | unique | list }}",
        nullptr, "['A', 'a', 'b', 'C']|['A', 'C', 'a', 'b']|[3, 2, 1]|['b', 'A']"},
       {"{{ [3, 1, 2] | max }}{{ [3, 1, 2] | min }}{{ [1, 2, 3] | sum }}{{ m | sum(attribute='n') }}",
        R"({"m": [{"n": 4}, {"n": 5}]})", "3169"},
-      {"{{ x | default('d') }}|{{ none | default('d') }}|{{ '' | default('d', true) }}|{{ x | d('e') }}", nullptr,
-       "d|None|d|e"},
+      {"{{ x | default('d') }}|{{ none | default('d') }}|{{ '' | default('d', true) }}|{{ x | d('e') }}",
+       nullptr, "d|None|d|e"},
   });
 }
 
@@ -257,10 +285,13 @@ TEST(JinjaFilters, SelectMapAttr) {
       R"({"msgs": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
                    {"role": "user", "content": "c", "name": "n"}]})";
   RunCases({
-      {"{{ msgs | selectattr('role', 'equalto', 'user') | map(attribute='content') | join(', ') }}", msgs, "a, c"},
-      {"{{ msgs | rejectattr('role', 'eq', 'user') | list | length }}|{{ msgs | selectattr('name') | list | length }}",
+      {"{{ msgs | selectattr('role', 'equalto', 'user') | map(attribute='content') | join(', ') }}", msgs,
+       "a, c"},
+      {"{{ msgs | rejectattr('role', 'eq', 'user') | list | length }}|{{ msgs | selectattr('name') | list | "
+       "length }}",
        msgs, "1|1"},
-      {"{{ msgs | map(attribute='content') | map('upper') | list }}|{{ msgs | map(attribute='x', default='-') | join }}",
+      {"{{ msgs | map(attribute='content') | map('upper') | list }}|{{ msgs | map(attribute='x', "
+       "default='-') | join }}",
        msgs, "['A', 'B', 'C']|---"},
       {"{{ [0, 1, 2, none, ''] | select | list }}|{{ [1, 2, 3, 4] | select('odd') | list }}|"
        "{{ [1, 2, 3, 4] | reject('even') | list }}|{{ [1, 5, 9] | select('gt', 4) | list }}",
@@ -275,7 +306,8 @@ TEST(JinjaFilters, ToJson) {
        R"({"type": "function", "b": [1, 2.5, null, true, "Grüße \"q\"\n"]})"},
       {"{{ t | tojson(indent=2) }}", R"({"t": {"a": [1, {"b": null}], "c": {}, "d": []}})",
        "{\n  \"a\": [\n    1,\n    {\n      \"b\": null\n    }\n  ],\n  \"c\": {},\n  \"d\": []\n}"},
-      {"{{ t | tojson(sort_keys=true) }}|{{ t | tojson(separators=(',', ':')) }}|{{ t | tojson(ensure_ascii=true) }}",
+      {"{{ t | tojson(sort_keys=true) }}|{{ t | tojson(separators=(',', ':')) }}|{{ t | "
+       "tojson(ensure_ascii=true) }}",
        R"({"t": {"b": "é🙂", "a": 1}})",
        R"({"a": 1, "b": "é🙂"}|{"b":"é🙂","a":1}|{"b": "\u00e9\ud83d\ude42", "a": 1})"},
       {"{{ 'x\\u0001\\x7f' | tojson }}|{{ 1.0 | tojson }}|{{ (1, 2) | tojson }}", nullptr,
@@ -285,7 +317,8 @@ TEST(JinjaFilters, ToJson) {
 
 TEST(JinjaTests, IsTests) {
   RunCases({
-      {"{{ x is none }}{{ y is string }}{{ z is number }}{{ m is mapping }}{{ l is iterable }}{{ l is sequence }}",
+      {"{{ x is none }}{{ y is string }}{{ z is number }}{{ m is mapping }}{{ l is iterable }}{{ l is "
+       "sequence }}",
        R"({"x": null, "y": "s", "z": 3, "m": {}, "l": [1]})", "TrueTrueTrueTrueTrueTrue"},
       {"{{ t is true }}{{ f is false }}{{ 1 is true }}{{ t is boolean }}{{ z is integer }}{{ 1.5 is float }}",
        R"({"t": true, "f": false, "z": 3})", "TrueTrueFalseTrueTrueTrue"},
@@ -403,13 +436,13 @@ TEST(JinjaLimits, RunawayTemplatesStop) {
   small.max_output_bytes = 1 << 16;
   const char* runaway[] = {
       "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",  // 10^10 iterations
-      "{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}",                           // output limit
+      "{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}",                          // output limit
       "{% set ns = namespace(s='ab') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
       "{% set ns = namespace(s='ab') %}{% for i in range(100) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
       "{{ 'x' * 100000000000 }}",
       "{{ range(100000000000) | length }}",
-      "{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}",                  // infinite recursion
-      "{% macro r(n) %}{{ r(n) ~ r(n) }}{% endmacro %}{{ r(0) }}",               // exponential recursion
+      "{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}",     // infinite recursion
+      "{% macro r(n) %}{{ r(n) ~ r(n) }}{% endmacro %}{{ r(0) }}",  // exponential recursion
       "{% set ns = namespace(v=1) %}{% for i in range(1000) %}{% set ns.v = [ns.v] %}{% endfor %}",
       "{{ [1] * 1000000000 }}",
   };
@@ -421,7 +454,8 @@ TEST(JinjaLimits, RunawayTemplatesStop) {
 
 TEST(JinjaLimits, DefaultLimitsStopRunawayTemplates) {
   const std::pair<const char*, Code> runaway[] = {
-      {"{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", Code::kResourceExhausted},
+      {"{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+       Code::kResourceExhausted},
       {"{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", Code::kResourceExhausted},
       {"{{ 'x' * 100000000000 }}", Code::kResourceExhausted},
       {"{{ range(100000000000) | length }}", Code::kResourceExhausted},
@@ -485,10 +519,32 @@ TEST(JinjaLimits, DeepRecursionFitsASmallThreadStack) {
 
 TEST(JinjaLimits, GarbageTemplatesNeverCrash) {
   // A deterministic pseudo-random mix of template fragments: every parse or render must return, OK or not.
-  const char* frags[] = {"{{", "}}", "{%", "%}", "{#", "#}", "if", "for", "x", "in", "endif", "endfor", "set", "=",
-                         "'s'", "\"", "(", ")", "[", "]", "{", "}", "|", "length", "is", "not", "defined", "-",
-                         "+", "*", "..", ".", ",", ":", "1", "0.5", "loop", "raise_exception", "macro", "endmacro",
-                         "\n", " ", "else", "elif", "~", "%", "//", "**", "namespace", "ns.a", "messages", "raw"};
+  const char* frags[] = {"{{",        "}}",
+                         "{%",        "%}",
+                         "{#",        "#}",
+                         "if",        "for",
+                         "x",         "in",
+                         "endif",     "endfor",
+                         "set",       "=",
+                         "'s'",       "\"",
+                         "(",         ")",
+                         "[",         "]",
+                         "{",         "}",
+                         "|",         "length",
+                         "is",        "not",
+                         "defined",   "-",
+                         "+",         "*",
+                         "..",        ".",
+                         ",",         ":",
+                         "1",         "0.5",
+                         "loop",      "raise_exception",
+                         "macro",     "endmacro",
+                         "\n",        " ",
+                         "else",      "elif",
+                         "~",         "%",
+                         "//",        "**",
+                         "namespace", "ns.a",
+                         "messages",  "raw"};
   const size_t n = sizeof(frags) / sizeof(frags[0]);
   uint64_t state = 12345;
   int parsed = 0;
