@@ -11,5 +11,6 @@ void AddRunCommand(CLI::App& root, int* exit_code);
 void AddSynthCommand(CLI::App& root, int* exit_code);
 void AddInspectCommand(CLI::App& root, int* exit_code);
 void AddServeCommand(CLI::App& root, int* exit_code);
+void AddBenchMemoryCommand(CLI::App& root, int* exit_code);
 
 }  // namespace lazyslot::cli
