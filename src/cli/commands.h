@@ -12,5 +12,6 @@ void AddSynthCommand(CLI::App& root, int* exit_code);
 void AddInspectCommand(CLI::App& root, int* exit_code);
 void AddServeCommand(CLI::App& root, int* exit_code);
 void AddBenchMemoryCommand(CLI::App& root, int* exit_code);
+void AddBenchCommand(CLI::App& root, int* exit_code);
 
 }  // namespace lazyslot::cli

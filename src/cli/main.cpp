@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   lazyslot::cli::AddInspectCommand(app, &exit_code);
   lazyslot::cli::AddServeCommand(app, &exit_code);
   lazyslot::cli::AddBenchMemoryCommand(app, &exit_code);
+  lazyslot::cli::AddBenchCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

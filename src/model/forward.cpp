@@ -2,6 +2,7 @@
 // n_q = n_head * head_dim, n_kv = n_head_kv * head_dim.
 #include "model/forward.h"
 
+#include <atomic>
 #include <cmath>
 #include <string>
 
@@ -116,9 +117,8 @@ void Forward::Layer(int il, const Batch& b) {
   for (int64_t i = 0; i < n; ++i) {
     RmsNorm(x_.data() + i * n_embd, L.attn_norm.data(), h_.data() + i * n_embd, n_embd, hp.rms_eps);
   }
-  MatMul(pool_, L.wq, h_.data(), n, q_.data(), n_q, mm_);
-  MatMul(pool_, L.wk, h_.data(), n, k_.data(), n_kv, mm_);
-  MatMul(pool_, L.wv, h_.data(), n, v_.data(), n_kv, mm_);
+  const MatMulTarget qkv[3] = {{&L.wq, q_.data(), n_q}, {&L.wk, k_.data(), n_kv}, {&L.wv, v_.data(), n_kv}};
+  MatMulMulti(pool_, qkv, 3, h_.data(), n, mm_);  // one encoding of h, one pass over the pool
   AddBias(q_.data(), L.bq, n);
   AddBias(k_.data(), L.bk, n);
   AddBias(v_.data(), L.bv, n);
@@ -149,15 +149,19 @@ void Forward::Layer(int il, const Batch& b) {
     }
   });
 
-  // 6. Attention, one task per (token, head); a token at position p sees cells [0, p] of its slot.
+  // 6. Attention, one task per (token, kv head): the `group` query heads sharing a kv head read its K/V
+  // rows once. A token at position p sees cells [0, p] of its slot.
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int group = hp.n_head / hp.n_head_kv;
-  const int64_t n_tasks = n * hp.n_head;
-  auto attend = [&](int ith, int nth) {
+  const int64_t n_tasks = n * hp.n_head_kv;
+  // Tasks are taken from a shared counter, last tokens (the longest) first, so causal prompts balance.
+  std::atomic<int64_t> next{0};
+  auto attend = [&](int ith, int) {
     AttentionScratch& scratch = attn_scratch_[ith];
-    for (int64_t t = n_tasks * ith / nth; t < n_tasks * (ith + 1) / nth; ++t) {
-      const int64_t i = t / hp.n_head;
-      const int h = static_cast<int>(t % hp.n_head);
+    for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < n_tasks;) {
+      t = n_tasks - 1 - t;
+      const int64_t i = t / hp.n_head_kv;
+      const int g = static_cast<int>(t % hp.n_head_kv);
       KvRows rows;
       rows.type_k = kc.type_k;
       rows.type_v = kc.type_v;
@@ -165,8 +169,9 @@ void Forward::Layer(int il, const Batch& b) {
       rows.v = kv_.VRow(il, b.slot[i], 0);
       rows.k_row_bytes = kv_.k_row_bytes();
       rows.v_row_bytes = kv_.v_row_bytes();
-      AttendHead(mode_, q_.data() + i * n_q + h * hd, rows, h / group, static_cast<int>(hd), b.pos[i] + 1, scale,
-                 attn_.data() + i * n_q + h * hd, scratch);
+      const int64_t off = i * n_q + static_cast<int64_t>(g) * group * hd;
+      AttendGroup(mode_, q_.data() + off, hd, group, rows, g, static_cast<int>(hd), b.pos[i] + 1, scale,
+                  attn_.data() + off, hd, scratch);
     }
   };
   // Small attention work (short contexts, tiny heads) is not worth waking the pool for.
@@ -186,8 +191,8 @@ void Forward::Layer(int il, const Batch& b) {
   for (int64_t i = 0; i < n; ++i) {
     RmsNorm(x_.data() + i * n_embd, L.ffn_norm.data(), h_.data() + i * n_embd, n_embd, hp.rms_eps);
   }
-  MatMul(pool_, L.w_gate, h_.data(), n, gate_.data(), hp.n_ff, mm_);
-  MatMul(pool_, L.w_up, h_.data(), n, up_.data(), hp.n_ff, mm_);
+  const MatMulTarget gate_up[2] = {{&L.w_gate, gate_.data(), hp.n_ff}, {&L.w_up, up_.data(), hp.n_ff}};
+  MatMulMulti(pool_, gate_up, 2, h_.data(), n, mm_);
   AddBias(gate_.data(), L.b_gate, n);
   AddBias(up_.data(), L.b_up, n);
   SwiGlu(gate_.data(), up_.data(), n * hp.n_ff);

@@ -1,40 +1,140 @@
-// MatMul: encode activations once, then each thread takes a contiguous block of weight rows and, for each
-// weight row, dots it with every activation row (the weight row stays in L1 while the batch streams by).
+// MatMul: encode the activations once, then the threads take chunks of weight rows from a shared queue.
+// Within a chunk the activation rows go four at a time through the kernel's tile (each weight block decoded
+// once per four rows), and the chunk's weights (<= 16 KiB) stay in L1 while the batch streams by from L2.
 #include "ops/matmul.h"
 
 #include <algorithm>
 
+#include "core/status.h"
+#include "quant/kernels.h"
 #include "quant/quant.h"
 
 namespace lazyslot {
+namespace {
+
+constexpr int kMaxTargets = 4;
+constexpr int64_t kTileRows = 4;  // activation rows per kernel call: the fast case of every tile kernel
+
+// Weight rows per work chunk. Generation (m <= 4) streams weights from memory: ~32 KiB chunks keep the
+// queue short (one atomic per chunk) while leaving enough chunks to balance two threads. Prompt batches
+// reuse each chunk m / 4 times: <= 16 KiB keeps it in L1 next to the current activation tile.
+int64_t ChunkRows(size_t row_bytes, int64_t m) {
+  const int64_t target = m <= kTileRows ? 32768 : 16384;
+  return std::clamp<int64_t>(target / static_cast<int64_t>(std::max<size_t>(row_bytes, 1)), 4, 64);
+}
+
+struct Plan {
+  const WeightView* w = nullptr;
+  float* y = nullptr;
+  int64_t ldy = 0;
+  quant::VecDotTileFn tile = nullptr;  // null: the generic loop over `dot`
+  quant::VecDotFn dot = nullptr;
+  const uint8_t* act = nullptr;  // encoded activations [m, act_row_bytes]
+  size_t act_row_bytes = 0;
+  int64_t chunk_rows = 0;
+  int64_t first_chunk = 0;  // index of this target's first chunk in the shared queue
+};
+
+// y rows [r0, r1) of one target for all m activation rows.
+void RunChunk(const Plan& p, int64_t r0, int64_t r1, int64_t m) {
+  const WeightView& w = *p.w;
+  for (int64_t i0 = 0; i0 < m; i0 += kTileRows) {
+    const int64_t nx = std::min(kTileRows, m - i0);
+    const uint8_t* a = p.act + static_cast<size_t>(i0) * p.act_row_bytes;
+    float* out = p.y + i0 * p.ldy + r0;
+    if (p.tile) {
+      p.tile(w.row(r0), w.row_bytes, r1 - r0, a, p.act_row_bytes, nx, w.n_in, out, p.ldy);
+    } else {
+      quant::VecDotTileGeneric(p.dot, w.row(r0), w.row_bytes, r1 - r0, a, p.act_row_bytes, nx, w.n_in, out,
+                               p.ldy);
+    }
+  }
+}
+
+}  // namespace
+
+void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, const float* x, int64_t m,
+                 MatMulScratch& scratch) {
+  if (n_targets <= 0 || m <= 0) return;
+  if (n_targets > kMaxTargets) {
+    for (int j = 0; j < n_targets; ++j) MatMulMulti(pool, targets + j, 1, x, m, scratch);
+    return;
+  }
+  const quant::KernelSet& ks = quant::ActiveKernels();
+  const int64_t n_in = targets[0].w->n_in;
+
+  // Distinct activation encodings (q, k and v usually share one), laid out one after the other.
+  TensorType act_types[kMaxTargets];
+  size_t act_offset[kMaxTargets];
+  int act_of[kMaxTargets];
+  int n_act = 0;
+  size_t total = 0;
+  for (int j = 0; j < n_targets; ++j) {
+    LS_CHECK(targets[j].w->n_in == n_in);
+    const TensorType at = quant::VecDotType(targets[j].w->type);
+    int k = 0;
+    while (k < n_act && act_types[k] != at) ++k;
+    if (k == n_act) {
+      act_types[k] = at;
+      act_offset[k] = total;
+      total += RowBytes(at, n_in) * static_cast<size_t>(m);
+      ++n_act;
+    }
+    act_of[j] = k;
+  }
+  if (scratch.encoded.size() < total) scratch.encoded.resize(total);
+  uint8_t* enc = scratch.encoded.data();
+  auto encode = [&](int64_t begin, int64_t end) {
+    for (int k = 0; k < n_act; ++k) {
+      const int f = quant::FormatIndex(act_types[k]);
+      LS_CHECK(f >= 0 && ks.quantize[f] != nullptr);
+      const size_t rb = RowBytes(act_types[k], n_in);
+      for (int64_t i = begin; i < end; ++i) ks.quantize[f](x + i * n_in, enc + act_offset[k] + i * rb, n_in);
+    }
+  };
+  // ~32K values per thread before the pool is worth waking (a token's row is encoded inline).
+  pool.ParallelFor(m, std::max<int64_t>(1, (int64_t{1} << 15) / (n_in * n_act)), encode);
+
+  Plan plans[kMaxTargets];
+  int64_t n_chunks = 0;
+  for (int j = 0; j < n_targets; ++j) {
+    Plan& p = plans[j];
+    p.w = targets[j].w;
+    p.y = targets[j].y;
+    p.ldy = targets[j].ldy;
+    const int f = quant::FormatIndex(p.w->type);
+    LS_CHECK(f >= 0 && ks.vec_dot[f] != nullptr);
+    p.tile = ks.vec_dot_tile[f];
+    p.dot = ks.vec_dot[f];
+    p.act = enc + act_offset[act_of[j]];
+    p.act_row_bytes = RowBytes(act_types[act_of[j]], n_in);
+    p.chunk_rows = ChunkRows(p.w->row_bytes, m);
+    p.first_chunk = n_chunks;
+    n_chunks += (p.w->n_out + p.chunk_rows - 1) / p.chunk_rows;
+  }
+  auto run = [&](int64_t begin, int64_t end) {
+    int j = 0;
+    for (int64_t c = begin; c < end; ++c) {
+      while (j + 1 < n_targets && c >= plans[j + 1].first_chunk) ++j;
+      const Plan& p = plans[j];
+      const int64_t r0 = (c - p.first_chunk) * p.chunk_rows;
+      RunChunk(p, r0, std::min(p.w->n_out, r0 + p.chunk_rows), m);
+    }
+  };
+  // Tiny products (a few thousand multiply-adds) run inline; the rest go to the shared queue chunk by chunk.
+  int64_t work = 0;
+  for (int j = 0; j < n_targets; ++j) work += plans[j].w->n_out * n_in * m;
+  if (work < (int64_t{1} << 15)) {
+    run(0, n_chunks);
+  } else {
+    pool.ParallelForDynamic(n_chunks, 1, run);
+  }
+}
 
 void MatMul(ThreadPool& pool, const WeightView& w, const float* x, int64_t m, float* y, int64_t ldy,
             MatMulScratch& scratch) {
-  const TensorType act_type = quant::VecDotType(w.type);
-  const size_t act_row_bytes = RowBytes(act_type, w.n_in);
-  const size_t need = act_row_bytes * static_cast<size_t>(m);
-  if (scratch.encoded.size() < need) scratch.encoded.resize(need);
-  uint8_t* enc = scratch.encoded.data();
-
-  pool.ParallelFor(m, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      quant::QuantizeRow(act_type, x + i * w.n_in, enc + static_cast<size_t>(i) * act_row_bytes, w.n_in);
-    }
-  });
-
-  // Grain: enough rows per chunk (~256K multiply-adds) that a thread's share is worth waking it for.
-  const int64_t grain = std::max<int64_t>(16, (int64_t{1} << 18) / std::max<int64_t>(1, w.n_in * m));
-  pool.ParallelFor(w.n_out, grain, [&](int64_t begin, int64_t end) {
-    constexpr int64_t kRowTile = 16;  // weight rows per tile, reused across the activation rows
-    for (int64_t r0 = begin; r0 < end; r0 += kRowTile) {
-      const int64_t r1 = std::min(end, r0 + kRowTile);
-      for (int64_t i = 0; i < m; ++i) {
-        const uint8_t* a = enc + static_cast<size_t>(i) * act_row_bytes;
-        float* yi = y + i * ldy;
-        for (int64_t r = r0; r < r1; ++r) yi[r] = quant::VecDot(w.type, w.row(r), a, w.n_in);
-      }
-    }
-  });
+  const MatMulTarget t{&w, y, ldy};
+  MatMulMulti(pool, &t, 1, x, m, scratch);
 }
 
 void GetRow(const WeightView& w, int64_t r, float* out) { quant::DequantizeRow(w.type, w.row(r), out, w.n_in); }

@@ -28,9 +28,23 @@ struct MatMulScratch {
   void Release() { std::vector<uint8_t>().swap(encoded); }
 };
 
-// y[i * ldy + r] = W.row(r) . x[i * n_in ...] for i < m, r < n_out.
+// y[i * ldy + r] = W.row(r) . x[i * n_in ...] for i < m, r < n_out. Results are bit-identical to
+// quant::VecDot on the encoded rows, whatever m, the thread count or the tiling.
 void MatMul(ThreadPool& pool, const WeightView& w, const float* x, int64_t m, float* y, int64_t ldy,
             MatMulScratch& scratch);
+
+// One output of MatMulMulti: y[i * ldy + r] = w.row(r) . x_i.
+struct MatMulTarget {
+  const WeightView* w = nullptr;
+  float* y = nullptr;
+  int64_t ldy = 0;
+};
+
+// Several matrices applied to the same activations (q/k/v, gate/up) in one pass over the pool: x is encoded
+// once per distinct vec-dot type and every matrix's rows share one dynamic work queue, so the threads
+// synchronise once instead of once per matrix. All w must have the same n_in.
+void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, const float* x, int64_t m,
+                 MatMulScratch& scratch);
 
 // Decodes row `r` of W into out[n_in] (embedding lookup; exact dequantization).
 void GetRow(const WeightView& w, int64_t r, float* out);

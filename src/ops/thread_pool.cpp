@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <string>
@@ -107,6 +108,24 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, const std::function<void(
     int64_t begin = n * ith / chunks;
     int64_t end = n * (ith + 1) / chunks;
     if (begin < end) fn(begin, end);
+  });
+}
+
+void ThreadPool::ParallelForDynamic(int64_t n, int64_t chunk,
+                                    const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (chunk < 1) chunk = 1;
+  const int64_t n_chunks = (n + chunk - 1) / chunk;
+  if (n_threads_ == 1 || n_chunks == 1) {
+    fn(0, n);
+    return;
+  }
+  // Each thread starts on its own chunk (no contention on the first grab), then takes the next free one.
+  std::atomic<int64_t> next{n_threads_};
+  Run([&](int ith, int) {
+    for (int64_t c = ith; c < n_chunks; c = next.fetch_add(1, std::memory_order_relaxed)) {
+      fn(c * chunk, std::min(n, (c + 1) * chunk));
+    }
   });
 }
 

@@ -30,6 +30,11 @@ class ThreadPool {
   // Splits [0, n) into contiguous chunks of at least `grain`, one per thread.
   void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& fn);
 
+  // Hands out the chunks [k * chunk, (k + 1) * chunk) of [0, n) to whichever thread asks next (one atomic
+  // counter): on a shared machine a descheduled thread then delays at most one chunk, not half the work.
+  // Runs inline, as one call fn(0, n), with a single thread or a single chunk.
+  void ParallelForDynamic(int64_t n, int64_t chunk, const std::function<void(int64_t begin, int64_t end)>& fn);
+
   static int DefaultThreads();
 
  private:
