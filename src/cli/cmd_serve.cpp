@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
+#include <climits>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,10 +17,12 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "cli/commands.h"
 #include "core/log.h"
+#include "gguf/tensor_type.h"
 #include "server/http_server.h"
 
 namespace lazyslot::cli {
@@ -30,7 +35,39 @@ struct ServeFlags {
   std::string chat_template_file;
   bool jinja = false;    // accepted for llama-server compatibility: templates are always Jinja here
   bool metrics = false;  // accepted for compatibility: /metrics is always on
+  std::string kv_budget;
+  std::string flash_attn;
+  std::string cache_type_k, cache_type_v;
+  bool no_warmup = false;
 };
+
+// "0", "4096", "512M", "1.5G", "2GiB" -> bytes (K/M/G/T are binary multiples, as memory is counted).
+Result<uint64_t> ParseSize(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return InvalidArgument("--kv-budget: expected a size such as 512M or 2G, got '" + text + "'");
+  }
+  std::string unit = text.substr(used);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.size() > 1 && (unit.substr(1) == "IB" || unit.substr(1) == "B")) unit = unit.substr(0, 1);
+  double mult = 1;
+  if (unit == "K") {
+    mult = 1024.0;
+  } else if (unit == "M") {
+    mult = 1024.0 * 1024;
+  } else if (unit == "G") {
+    mult = 1024.0 * 1024 * 1024;
+  } else if (unit == "T") {
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  } else if (!unit.empty() && unit != "B") {
+    return InvalidArgument("--kv-budget: unknown unit '" + text.substr(used) + "' (use K, M, G or T)");
+  }
+  if (!(v >= 0) || v * mult > 1.8e19) return InvalidArgument("--kv-budget: out of range: '" + text + "'");
+  return static_cast<uint64_t>(v * mult);
+}
 
 // Where the demo model lives: $XDG_CACHE_HOME/lazyslot, ~/.cache/lazyslot, else ./models.
 std::string DemoModelPath() {
@@ -54,13 +91,22 @@ Status EnsureDemoModel(const std::string& path) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   if (ec) return IoError("cannot create the directory for " + path + ": " + ec.message());
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  LS_LOG_INFO("no -m given: generating a demo model with random weights at %s (its text will be noise; "
-              "pass -m model.gguf to serve a real model)", path.c_str());
+  LS_LOG_INFO(
+      "no -m given: generating a demo model with random weights at %s (its text will be noise; "
+      "pass -m model.gguf to serve a real model)",
+      path.c_str());
+  const char* tmp_path = tmp.c_str();
   const pid_t pid = fork();
   if (pid < 0) return IoError(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
-    execl("/proc/self/exe", "lazyslot", "synth", "-o", tmp.c_str(), static_cast<char*>(nullptr));
-    std::fprintf(stderr, "lazyslot serve: cannot run synth: %s\n", std::strerror(errno));
+    // Only async-signal-safe calls here (the parent has threads): restore the signal mask, exec.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execl("/proc/self/exe", "lazyslot", "synth", "-o", tmp_path, static_cast<char*>(nullptr));
+    static const char kMsg[] = "lazyslot serve: cannot run /proc/self/exe synth\n";
+    ssize_t ignored = write(2, kMsg, sizeof(kMsg) - 1);
+    (void)ignored;
     _exit(127);
   }
   int wstatus = 0;
@@ -68,16 +114,29 @@ Status EnsureDemoModel(const std::string& path) {
   }
   if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
     std::filesystem::remove(tmp, ec);
-    return Internal("`lazyslot synth -o " + tmp + "` failed (exit status " + std::to_string(WEXITSTATUS(wstatus)) +
-                    ")");
+    return Internal("`lazyslot synth -o " + tmp + "` failed (exit status " +
+                    std::to_string(WEXITSTATUS(wstatus)) + ")");
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec) return IoError("cannot move " + tmp + " to " + path + ": " + ec.message());
   return Status::Ok();
 }
 
-// llama-server spells some options with several letters after one dash (-np, -ngl), which CLI11 2.1 cannot
-// declare; they arrive as extras and are read here. Returns a usage error for anything else left over.
+Status ParseInt(const std::string& flag, const std::string& v, int32_t* out) {
+  try {
+    size_t used = 0;
+    const long n = std::stol(v, &used);
+    if (used != v.size() || n < INT32_MIN || n > INT32_MAX) throw std::invalid_argument(v);
+    *out = static_cast<int32_t>(n);
+  } catch (const std::exception&) {
+    return InvalidArgument(flag + ": expected an integer, got '" + v + "'");
+  }
+  return Status::Ok();
+}
+
+// llama-server spells some options with several letters after one dash (-np, -ctk), which CLI11 2.1 cannot
+// declare; they arrive as extras and are read here. -c is read here too, because CLI11 would take "-ctk" as
+// "-c tk". Returns a usage error for anything else left over.
 Status ReadLlamaStyleExtras(const std::vector<std::string>& extras, ServeFlags* f) {
   for (size_t i = 0; i < extras.size(); ++i) {
     const std::string& a = extras[i];
@@ -89,13 +148,18 @@ Status ReadLlamaStyleExtras(const std::vector<std::string>& extras, ServeFlags* 
     std::string v;
     if (a == "-np") {
       LS_RETURN_IF_ERROR(value(&v));
-      try {
-        size_t used = 0;
-        f->opts.engine.n_parallel = std::stoi(v, &used);
-        if (used != v.size()) throw std::invalid_argument(v);
-      } catch (const std::exception&) {
-        return InvalidArgument("-np: expected an integer, got '" + v + "'");
-      }
+      LS_RETURN_IF_ERROR(ParseInt(a, v, &f->opts.engine.n_parallel));
+    } else if (a == "-c") {
+      LS_RETURN_IF_ERROR(value(&v));
+      LS_RETURN_IF_ERROR(ParseInt(a, v, &f->opts.engine.n_ctx));
+    } else if (a.size() > 2 && a.rfind("-c", 0) == 0 && std::isdigit(static_cast<unsigned char>(a[2]))) {
+      LS_RETURN_IF_ERROR(ParseInt("-c", a.substr(2), &f->opts.engine.n_ctx));  // -c4096
+    } else if (a == "-ctk") {
+      LS_RETURN_IF_ERROR(value(&f->cache_type_k));
+    } else if (a == "-ctv") {
+      LS_RETURN_IF_ERROR(value(&f->cache_type_v));
+    } else if (a == "-fa") {
+      LS_RETURN_IF_ERROR(value(&f->flash_attn));
     } else if (a == "-ngl") {
       LS_RETURN_IF_ERROR(value(&v));
       LS_LOG_WARN("-ngl %s ignored: lazyslot runs on the CPU", v.c_str());
@@ -117,6 +181,23 @@ Result<std::string> ReadFile(const std::string& path) {
 Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
   LS_RETURN_IF_ERROR(ReadLlamaStyleExtras(extras, f));
   server::ServerOptions& o = f->opts;
+  if (!f->kv_budget.empty()) {
+    LS_ASSIGN_OR_RETURN(o.engine.kv_budget, ParseSize(f->kv_budget));
+  }
+  if (!f->flash_attn.empty()) {
+    if (f->flash_attn != "on" && f->flash_attn != "off" && f->flash_attn != "auto") {
+      return InvalidArgument("--flash-attn must be on, off or auto, got '" + f->flash_attn + "'");
+    }
+    o.engine.flash_attn = f->flash_attn != "off";
+  }
+  o.engine.warmup = !f->no_warmup;
+  // The engine checks which cache types it supports; here only the name.
+  for (auto [flag, text, out] : {std::tuple{"--cache-type-k", &f->cache_type_k, &o.engine.cache_type_k},
+                                 std::tuple{"--cache-type-v", &f->cache_type_v, &o.engine.cache_type_v}}) {
+    if (!text->empty() && !ParseTypeName(*text, out)) {
+      return InvalidArgument(std::string(flag) + ": unknown type '" + *text + "' (f16, f32 or q8_0)");
+    }
+  }
   if (!f->pooling.empty()) {
     PoolingType p;
     if (!ParsePooling(f->pooling, &p) || p == PoolingType::kRank) {
@@ -131,7 +212,8 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
   } else if (!f->chat_template.empty()) {
     // A built-in name, a file that exists, or the Jinja source itself.
     std::error_code ec;
-    if (f->chat_template.find("{") == std::string::npos && std::filesystem::is_regular_file(f->chat_template, ec)) {
+    if (f->chat_template.find("{") == std::string::npos &&
+        std::filesystem::is_regular_file(f->chat_template, ec)) {
       LS_ASSIGN_OR_RETURN(o.chat_template, ReadFile(f->chat_template));
       o.chat_template_label = std::filesystem::path(f->chat_template).filename().string();
     } else {
@@ -139,9 +221,12 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
     }
   }
   if (o.engine.model_path.empty()) {
-    o.engine.model_path = DemoModelPath();
-    LS_RETURN_IF_ERROR(EnsureDemoModel(o.engine.model_path));
+    // Generated after the listener is up, so /health answers 503 meanwhile.
     if (o.model_alias.empty()) o.model_alias = "demo";
+    o.before_load = [](server::ServerOptions* opts) {
+      opts->engine.model_path = DemoModelPath();
+      return EnsureDemoModel(opts->engine.model_path);
+    };
   }
   return Status::Ok();
 }
@@ -191,12 +276,14 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
                   "GGUF model to serve; without it a random-weight demo model is generated (text is noise)");
   sub->add_option("-a,--alias", o.model_alias, "Model id reported by /v1/models and in responses")
       ->capture_default_str();
-  sub->add_option("-c,--ctx-size", o.engine.n_ctx, "Total KV cells; each of the --parallel slots gets ctx/N")
+  sub->add_option("--ctx-size", o.engine.n_ctx, "Total KV cells; each --parallel slot gets ctx/N (also -c N)")
       ->capture_default_str();
   sub->add_option("--parallel", o.engine.n_parallel, "Slots, i.e. requests served at once (also -np N)")
       ->capture_default_str();
-  sub->add_option("-t,--threads", o.engine.n_threads, "Compute threads (0: physical cores)")->capture_default_str();
-  sub->add_option("-b,--batch-size", o.engine.n_batch, "Most tokens per forward pass; longer prompts go in chunks")
+  sub->add_option("-t,--threads", o.engine.n_threads, "Compute threads (0: physical cores)")
+      ->capture_default_str();
+  sub->add_option("-b,--batch-size", o.engine.n_batch,
+                  "Most tokens per forward pass; longer prompts go in chunks")
       ->capture_default_str();
   sub->add_option("--host", o.host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", o.port, "Port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
@@ -207,21 +294,40 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
   sub->add_option("--pooling", f->pooling,
                   "Embedding pooling: none, mean, cls or last (default: the model's, else mean)")
       ->check(CLI::IsMember({"none", "mean", "cls", "last"}));
-  sub->add_option("--chat-template", f->chat_template,
-                  "Chat template: chatml, llama2, llama3, a Jinja file, or Jinja source (default: the model's)");
+  sub->add_option(
+      "--chat-template", f->chat_template,
+      "Chat template: chatml, llama2, llama3, a Jinja file, or Jinja source (default: the model's)");
   sub->add_option("--chat-template-file", f->chat_template_file, "Chat template from a Jinja file");
   sub->add_option("--max-queue", o.engine.max_queue, "Requests that may wait for a slot; more get 503")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
   sub->add_flag("--kv-eager", o.engine.kv_eager, "Commit the whole KV cache at start (default: lazily)");
+  sub->add_option("--kv-budget", f->kv_budget,
+                  "Most KV-cache memory committed over all slots, e.g. 512M or 2G (default 0: no cap)");
+  sub->add_option("--idle-timeout", o.engine.idle_timeout_s,
+                  "Seconds without work after which the KV cache and scratch memory are released (0: never)")
+      ->capture_default_str();
+  sub->add_option("--idle-release-weights", o.engine.idle_release_weights_s,
+                  "Seconds without work after which the weights' pages are dropped (0: never)")
+      ->capture_default_str();
+  sub->add_option("--slot-save-path", o.engine.slot_save_path,
+                  "Directory for POST /slots/{id}?action=save|restore (default: disabled)");
+  sub->add_option("--flash-attn", f->flash_attn,
+                  "Attention with online softmax: on, off or auto (= on; also -fa)");
+  sub->add_flag("--no-warmup", f->no_warmup, "Skip the warm-up token at start");
+  sub->add_option("--cache-type-k", f->cache_type_k,
+                  "KV cache type for K: f16 (default), f32 or q8_0 (also -ctk)");
+  sub->add_option("--cache-type-v", f->cache_type_v,
+                  "KV cache type for V: f16 (default), f32 or q8_0 (also -ctv)");
   sub->add_option("--http-threads", o.http_threads, "HTTP worker threads (0: parallel + max-queue + 16)")
       ->capture_default_str();
   sub->add_flag("--jinja", f->jinja, "Accepted for llama-server compatibility (templates are always Jinja)");
   sub->add_flag("--metrics", f->metrics, "Accepted for llama-server compatibility (/metrics is always on)");
   sub->footer(
-      "llama-server spellings also accepted: -np N (= --parallel N), -ngl N (ignored: CPU only).\n"
+      "llama-server spellings also accepted: -np N (= --parallel N), -ctk/-ctv T (= --cache-type-k/v T),\n"
+      "-fa X (= --flash-attn X), -ngl N (ignored: CPU only).\n"
       "Routes: POST /v1/chat/completions /v1/completions /completion /v1/embeddings /tokenize /detokenize;\n"
-      "GET /health /v1/models /props /slots /metrics.");
+      "POST /slots/{id}?action=save|restore|erase; GET /health /v1/models /props /slots /metrics.");
   sub->callback([f, sub, exit_code] {
     Status s = PrepareOptions(f.get(), sub->remaining());
     if (!s.ok()) {

@@ -10,7 +10,8 @@ int HttpStatusFor(Code code) {
     case Code::kOk:
       return 200;
     case Code::kInvalidArgument:
-    case Code::kOutOfRange:  // the prompt does not fit a slot: the request must change, so 400 as llama-server
+    case Code::kOutOfRange:  // the prompt does not fit a slot: the request must change, so 400 as
+                             // llama-server
       return 400;
     case Code::kNotFound:
       return 404;

@@ -30,7 +30,8 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
 std::string PresentedKey(const httplib::Request& req) {
   const std::string auth = req.get_header_value("Authorization");
   const std::string bearer = "Bearer ";
-  if (auth.size() > bearer.size() && auth.compare(0, bearer.size(), bearer) == 0) return auth.substr(bearer.size());
+  if (auth.size() > bearer.size() && auth.compare(0, bearer.size(), bearer) == 0)
+    return auth.substr(bearer.size());
   return req.get_header_value("X-Api-Key");
 }
 
@@ -84,16 +85,21 @@ void InstallHooks(ServerState& st) {
   });
   // Called for every response with status >= 400: fill in an OpenAI body where a handler left none
   // (unknown routes, payload too large, ...).
-  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
-                                                                 httplib::Response& res) {
-    if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
-    if (res.status == 404) {
-      SetError(res, 404, "no route for " + req.method + " " + req.path);
-    } else {
-      SetError(res, res.status, "HTTP error " + std::to_string(res.status));
-    }
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  http.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
+        if (res.status == 404) {
+          SetError(res, 404, "no route for " + req.method + " " + req.path);
+        } else if (res.status == 400) {
+          SetError(res, 400,
+                   "malformed HTTP request (a POST needs a body with Content-Length or chunked encoding)");
+        } else if (res.status == 413) {
+          SetError(res, 413, "the request body is larger than 64 MiB");
+        } else {
+          SetError(res, res.status, "HTTP error " + std::to_string(res.status));
+        }
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "unknown exception";
     try {
@@ -151,6 +157,7 @@ Status HttpServer::Run() {
   std::signal(SIGPIPE, SIG_IGN);  // a client that vanishes must not kill the server on write
   InstallHooks(st);
   RegisterInfoRoutes(st);
+  RegisterSlotRoutes(st);
   RegisterCompletionRoutes(st);
   RegisterEmbeddingRoutes(st);
 
@@ -164,7 +171,7 @@ Status HttpServer::Run() {
     listener_done.store(true);
   });
   LS_LOG_INFO("listening on http://%s:%d (loading %s ...)", st.opts.host.c_str(), st.opts.port,
-              st.opts.engine.model_path.c_str());
+              st.opts.engine.model_path.empty() ? "the demo model" : st.opts.engine.model_path.c_str());
   auto shutdown = [&] {
     st.stopping.store(true);
     // stop() only acts once the listener runs; repeat until the listener thread has returned.
@@ -175,6 +182,12 @@ Status HttpServer::Run() {
     listener.join();
   };
 
+  if (st.opts.before_load) {
+    if (Status s = st.opts.before_load(&st.opts); !s.ok()) {
+      shutdown();
+      return s;
+    }
+  }
   Result<std::unique_ptr<Engine>> engine = Engine::Create(st.opts.engine);
   if (!engine.ok()) {
     shutdown();
@@ -198,7 +211,8 @@ Status HttpServer::Run() {
               cfg.embeddings ? ", embeddings on" : "", st.opts.api_key.empty() ? "" : ", API key required");
   st.ready.store(true);
 
-  while (!st.stopping.load() && !listener_done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (!st.stopping.load() && !listener_done.load())
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const bool unexpected = !st.stopping.load();
   shutdown();  // joins the HTTP workers (they cancel their requests on `stopping`) before the engine goes
   st.engine.reset();

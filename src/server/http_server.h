@@ -2,6 +2,7 @@
 // The listener starts before the model loads, so /health answers 503 while loading and 200 once ready.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,9 +20,12 @@ struct ServerOptions {
   // llama2, llama3); or Jinja source, labelled `chat_template_label` in /props and the log.
   std::string chat_template;
   std::string chat_template_label = "custom";
-  std::string model_alias;  // id in /v1/models and responses; empty = the model file's name
+  std::string model_alias;    // id in /v1/models and responses; empty = the model file's name
   bool pooling_none = false;  // --pooling none: per-token vectors, which /v1/embeddings refuses
   int http_threads = 0;       // 0: n_parallel + max_queue + 16 (every waiting request holds a thread)
+  // Runs after the listener starts and before the engine loads (while /health says 503), e.g. to generate
+  // the demo model. May set engine.model_path.
+  std::function<Status(ServerOptions*)> before_load;
 };
 
 class HttpServer {

@@ -1,5 +1,6 @@
 // Includes cpp-httplib with the feature macros Debian's compiled libcpp-httplib was built with, so that the
-// Request/Response layouts seen here match the library's (Request holds an SSL pointer under OPENSSL_SUPPORT).
+// Request/Response layouts seen here match the library's (Request holds an SSL pointer under
+// OPENSSL_SUPPORT).
 #pragma once
 
 #if __has_include(<openssl/ssl.h>) && !defined(CPPHTTPLIB_OPENSSL_SUPPORT)

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <string>
 
-#include "core/vm.h"
 #include "server/server_state.h"
 
 namespace lazyslot::server {
@@ -55,7 +54,8 @@ std::string RenderMetrics(const ServerState& st) {
   w.Metric("lazyslot:requests_rejected_total", "counter", "Requests refused by the engine (queue full).",
            static_cast<double>(s.requests_rejected));
   w.Metric("lazyslot:requests_processing", "gauge", "Requests holding a slot.", busy);
-  w.Metric("lazyslot:requests_deferred", "gauge", "Requests waiting in the queue for a slot.", s.queue_length);
+  w.Metric("lazyslot:requests_deferred", "gauge", "Requests waiting in the queue for a slot.",
+           s.queue_length);
   w.Metric("lazyslot:slots_total", "gauge", "Slots (--parallel).", static_cast<double>(s.slots.size()));
   w.Metric("lazyslot:prompt_tokens_total", "counter", "Prompt tokens processed.",
            static_cast<double>(s.prompt_tokens_total));
@@ -81,7 +81,30 @@ std::string RenderMetrics(const ServerState& st) {
   for (const SlotInfo& slot : s.slots) {
     w.Sample("lazyslot:slot_tokens", "slot=\"" + std::to_string(slot.id) + "\"", slot.n_tokens);
   }
-  const vm::ProcessMemory mem = vm::ReadProcessMemory();
+  w.Metric("lazyslot:kv_peak_committed_bytes", "gauge", "Most KV-cache bytes committed at once so far.",
+           static_cast<double>(s.kv_peak_committed_bytes));
+  w.Metric("lazyslot:kv_budget_bytes", "gauge", "KV-cache budget (--kv-budget; 0: none).",
+           static_cast<double>(s.kv_budget_bytes));
+  w.Metric("lazyslot:kv_budget_used_bytes", "gauge", "KV bytes held against the budget by the slots.",
+           static_cast<double>(s.kv_budget_used_bytes));
+  w.Metric("lazyslot:prompt_tokens_cached_total", "counter", "Prompt tokens reused from a slot's kept KV.",
+           static_cast<double>(s.prompt_tokens_cached_total));
+  w.Metric("lazyslot:scratch_bytes", "gauge", "Forward-pass activation buffers.",
+           static_cast<double>(s.scratch_bytes));
+  w.Metric("lazyslot:idle_releases_total", "counter", "Times the idle timeout released the KV cache.",
+           static_cast<double>(s.idle_releases));
+  w.Metric("lazyslot:weight_releases_total", "counter", "Times idle weights were dropped from memory.",
+           static_cast<double>(s.weight_releases));
+  w.Metric("lazyslot:weights_released", "gauge", "1 while the weights are dropped and not yet paged back.",
+           s.weights_released ? 1 : 0);
+  // Measured now (mincore over the KV arena, /proc/self for the rest).
+  const MemoryReport mem = st.engine->Memory();
+  w.Metric("lazyslot:kv_resident_bytes", "gauge", "KV-cache pages resident in RAM (mincore).",
+           static_cast<double>(mem.kv_resident));
+  w.Metric("lazyslot:weights_mapped_bytes", "gauge", "Size of the model file mapping.",
+           static_cast<double>(mem.weights_mapped));
+  w.Metric("lazyslot:weights_resident_bytes", "gauge", "Resident pages of the model file mapping.",
+           static_cast<double>(mem.weights_resident));
   w.Metric("lazyslot:process_resident_memory_bytes", "gauge", "Resident set size of the process.",
            static_cast<double>(mem.rss));
   w.Metric("lazyslot:process_resident_anon_bytes", "gauge", "Anonymous part of the resident set.",

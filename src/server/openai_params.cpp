@@ -8,7 +8,9 @@
 namespace lazyslot::server {
 namespace {
 
-Status FieldError(const std::string& field, const std::string& why) { return InvalidArgument(field + ": " + why); }
+Status FieldError(const std::string& field, const std::string& why) {
+  return InvalidArgument(field + ": " + why);
+}
 
 bool Present(const Json& body, const std::string& field) {
   auto it = body.find(field);
@@ -38,8 +40,8 @@ Result<int64_t> IntegerValue(const Json& v, const std::string& field, int64_t lo
     return FieldError(field, "expected an integer, got " + TypeName(v));
   }
   if (out < lo || out > hi) {
-    return FieldError(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
-                                 std::to_string(out));
+    return FieldError(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                                 ", got " + std::to_string(out));
   }
   return out;
 }
@@ -51,8 +53,8 @@ Status ReadFloat(const Json& body, const std::string& field, double lo, double h
   if (!v.is_number()) return FieldError(field, "expected a number, got " + TypeName(v));
   const double d = v.get<double>();
   if (!std::isfinite(d) || d < lo || d > hi) {
-    return FieldError(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
-                                 v.dump());
+    return FieldError(
+        field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v.dump());
   }
   *out = static_cast<float>(d);
   return Status::Ok();
@@ -68,7 +70,8 @@ Status ReadInt(const Json& body, const std::string& field, int64_t lo, int64_t h
 // max_tokens-like fields: -1 (no limit) or a positive count.
 Status ReadPredict(const Json& body, const std::string& field, int32_t* out) {
   if (!Present(body, field)) return Status::Ok();
-  LS_ASSIGN_OR_RETURN(int64_t v, IntegerValue(body.at(field), field, -1, std::numeric_limits<int32_t>::max()));
+  LS_ASSIGN_OR_RETURN(int64_t v,
+                      IntegerValue(body.at(field), field, -1, std::numeric_limits<int32_t>::max()));
   if (v == 0) return FieldError(field, "must be at least 1 (or -1 for no limit), got 0");
   *out = static_cast<int32_t>(v);
   return Status::Ok();
@@ -126,16 +129,19 @@ Result<GenerationParams> ParseGenerationParams(const Json& body) {
   }
   LS_RETURN_IF_ERROR(ReadFloat(body, "frequency_penalty", -2.0, 2.0, &s.frequency_penalty));
   LS_RETURN_IF_ERROR(ReadFloat(body, "presence_penalty", -2.0, 2.0, &s.presence_penalty));
-  LS_RETURN_IF_ERROR(ReadInt(body, "repeat_last_n", -1, std::numeric_limits<int32_t>::max(), &p.repeat_last_n));
+  LS_RETURN_IF_ERROR(
+      ReadInt(body, "repeat_last_n", -1, std::numeric_limits<int32_t>::max(), &p.repeat_last_n));
   if (Present(body, "seed")) {
-    LS_ASSIGN_OR_RETURN(int64_t seed, IntegerValue(body.at("seed"), "seed", std::numeric_limits<int64_t>::min(),
-                                                    std::numeric_limits<int64_t>::max()));
+    LS_ASSIGN_OR_RETURN(int64_t seed,
+                        IntegerValue(body.at("seed"), "seed", std::numeric_limits<int64_t>::min(),
+                                     std::numeric_limits<int64_t>::max()));
     if (seed != -1) {
       s.seed = static_cast<uint64_t>(seed);
       p.seed_given = true;
     }
   }
-  // Precedence as OpenAI documents it: max_completion_tokens replaces max_tokens; n_predict is llama-server's.
+  // Precedence as OpenAI documents it: max_completion_tokens replaces max_tokens; n_predict is
+  // llama-server's.
   LS_RETURN_IF_ERROR(ReadPredict(body, "n_predict", &p.n_predict));
   LS_RETURN_IF_ERROR(ReadPredict(body, "max_tokens", &p.n_predict));
   LS_RETURN_IF_ERROR(ReadPredict(body, "max_completion_tokens", &p.n_predict));
@@ -156,6 +162,7 @@ Result<GenerationParams> ParseGenerationParams(const Json& body) {
     }
   }
   LS_ASSIGN_OR_RETURN(p.ignore_eos, GetBool(body, "ignore_eos", false));
+  LS_ASSIGN_OR_RETURN(p.cache_prompt, GetBool(body, "cache_prompt", true));
   LS_ASSIGN_OR_RETURN(p.stream, GetBool(body, "stream", false));
   if (Present(body, "stream_options")) {
     const Json& so = body.at("stream_options");
@@ -214,8 +221,10 @@ Result<std::vector<PromptInput>> ParsePromptList(const Json& value, const std::s
     return out;
   }
   if (!value.is_array()) {
-    return FieldError(field, "expected a string, a list of strings, a list of token ids or a list of token-id "
-                             "lists, got " + TypeName(value));
+    return FieldError(field,
+                      "expected a string, a list of strings, a list of token ids or a list of token-id "
+                      "lists, got " +
+                          TypeName(value));
   }
   if (value.empty()) return FieldError(field, "must not be an empty list");
   if (value[0].is_number()) {  // one prompt given as token ids
@@ -249,7 +258,8 @@ Result<Json> ParseChatMessages(const Json& body) {
     if (!m.is_object()) return FieldError(name, "expected an object, got " + TypeName(m));
     auto role = m.find("role");
     if (role == m.end() || !role->is_string()) {
-      return FieldError(name + ".role", role == m.end() ? "is required" : "expected a string, got " + TypeName(*role));
+      return FieldError(name + ".role",
+                        role == m.end() ? "is required" : "expected a string, got " + TypeName(*role));
     }
     Json msg = m;
     auto content = m.find("content");
@@ -268,8 +278,8 @@ Result<Json> ParseChatMessages(const Json& body) {
         auto type = part.find("type");
         if (type == part.end() || !type->is_string()) return FieldError(part_name + ".type", "is required");
         if (type->get<std::string>() != "text") {
-          return FieldError(part_name + ".type",
-                            "'" + type->get<std::string>() + "' is not supported (this server reads text only)");
+          return FieldError(part_name + ".type", "'" + type->get<std::string>() +
+                                                     "' is not supported (this server reads text only)");
         }
         auto t = part.find("text");
         if (t == part.end() || !t->is_string()) return FieldError(part_name + ".text", "expected a string");
@@ -278,7 +288,8 @@ Result<Json> ParseChatMessages(const Json& body) {
       }
       msg["content"] = text;
     } else if (content != m.end() && !content->is_string() && !content->is_null()) {
-      return FieldError(name + ".content", "expected a string, a list of parts or null, got " + TypeName(*content));
+      return FieldError(name + ".content",
+                        "expected a string, a list of parts or null, got " + TypeName(*content));
     }
     out.push_back(std::move(msg));
   }

@@ -20,11 +20,12 @@ Result<Json> ParseJsonObject(const std::string& body);
 
 struct GenerationParams {
   SamplingParams sampling;
-  bool seed_given = false;       // absent or -1: the route draws a random seed, as llama-server does
-  int32_t repeat_last_n = 64;    // -1: the whole slot context
-  int32_t n_predict = -1;        // max_completion_tokens | max_tokens | n_predict; -1: no limit
+  bool seed_given = false;        // absent or -1: the route draws a random seed, as llama-server does
+  int32_t repeat_last_n = 64;     // -1: the whole slot context
+  int32_t n_predict = -1;         // max_completion_tokens | max_tokens | n_predict; -1: no limit
   std::vector<std::string> stop;  // empty strings dropped
   bool ignore_eos = false;
+  bool cache_prompt = true;  // llama-server's: reuse a slot's kept KV for a matching prompt prefix
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
 };

@@ -85,17 +85,22 @@ Wait NextEvent(Generation& g, size_t* index, Event* ev) {
 }
 
 nlohmann::json Usage(const Generation& g) {
-  int64_t prompt = 0, completion = 0;
+  int64_t prompt = 0, completion = 0, cached = 0;
   for (const Choice& c : g.choices) {
     prompt += c.final.n_prompt;
     completion += c.final.n_generated;
+    cached += c.final.n_cached;
   }
-  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
 nlohmann::json Timings(const Event& done) {
   const double gen_s = done.generation_ms / 1000.0, prompt_s = done.prompt_ms / 1000.0;
-  return {{"prompt_n", done.n_prompt},
+  return {{"cache_n", done.n_cached},
+          {"prompt_n", done.n_prompt},
           {"prompt_ms", done.prompt_ms},
           {"prompt_per_second", prompt_s > 0 ? done.n_prompt / prompt_s : 0.0},
           {"predicted_n", done.n_generated},
@@ -211,7 +216,8 @@ Result<std::vector<TokenId>> ChatPrompt(const ServerState& st, const Json& body)
   // Templates that print bos_token themselves must not get a second BOS from the tokenizer.
   const bool add_special = !(tok.add_bos() && !st.bos_text.empty() && text->rfind(st.bos_text, 0) == 0);
   Result<std::vector<TokenId>> ids = tok.Tokenize(*text, add_special, /*parse_special=*/true);
-  if (!ids.ok()) return InvalidArgument("messages: tokenizing the rendered chat failed: " + ids.status().message());
+  if (!ids.ok())
+    return InvalidArgument("messages: tokenizing the rendered chat failed: " + ids.status().message());
   return ids;
 }
 
@@ -344,6 +350,7 @@ void HandleGeneration(ServerState& st, Api api, const httplib::Request& req, htt
     gr.n_predict = g->params.n_predict;
     gr.stop = g->params.stop;
     gr.ignore_eos = g->params.ignore_eos;
+    gr.cache_prompt = g->params.cache_prompt;
     Result<std::shared_ptr<RequestStream>> stream = st.engine->Submit(std::move(gr));
     if (!stream.ok()) {
       g->CancelAll();
@@ -391,7 +398,8 @@ void RegisterCompletionRoutes(ServerState& st) {
       }
     };
   };
-  for (const char* path : {"/v1/chat/completions", "/chat/completions"}) st.http.Post(path, route(Api::kChat));
+  for (const char* path : {"/v1/chat/completions", "/chat/completions"})
+    st.http.Post(path, route(Api::kChat));
   for (const char* path : {"/v1/completions", "/completions"}) st.http.Post(path, route(Api::kCompletion));
   st.http.Post("/completion", route(Api::kLlama));
 }

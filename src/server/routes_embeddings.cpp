@@ -23,9 +23,10 @@ void HandleEmbeddings(ServerState& st, const httplib::Request& req, httplib::Res
     return SetError(res, 501, "this server does not serve embeddings; start it with --embeddings");
   }
   if (st.opts.pooling_none) {
-    return SetError(res, 400,
-                    "--pooling none gives one vector per token, which /v1/embeddings cannot return; start the "
-                    "server with --pooling mean, cls or last");
+    return SetError(
+        res, 400,
+        "--pooling none gives one vector per token, which /v1/embeddings cannot return; start the "
+        "server with --pooling mean, cls or last");
   }
   Result<Json> body = ParseJsonObject(req.body);
   if (!body.ok()) return SetStatusError(res, body.status());
@@ -53,7 +54,8 @@ void HandleEmbeddings(ServerState& st, const httplib::Request& req, httplib::Res
     }
     Result<std::vector<TokenId>> ids = st.engine->tokenizer().Tokenize(in.text, true, true);
     if (!ids.ok()) {
-      return SetError(res, 400, "input[" + std::to_string(i) + "]: tokenizing failed: " + ids.status().message());
+      return SetError(res, 400,
+                      "input[" + std::to_string(i) + "]: tokenizing failed: " + ids.status().message());
     }
     prompts.push_back(std::move(*ids));
   }

@@ -1,4 +1,4 @@
-// The small routes: GET /health, /v1/models, /props, /slots, /metrics; POST /tokenize, /detokenize.
+// The small routes: GET /health, /v1/models, /props, /metrics; POST /tokenize, /detokenize.
 #include <filesystem>
 
 #include "server/errors.h"
@@ -47,7 +47,8 @@ void Tokenize(ServerState& st, const httplib::Request& req, httplib::Response& r
   if (!with_pieces.ok()) return SetStatusError(res, with_pieces.status());
   const Tokenizer& tok = st.engine->tokenizer();
   Result<std::vector<TokenId>> ids = tok.Tokenize(*content, *add_special, *parse_special);
-  if (!ids.ok()) return SetError(res, 400, "content: tokenizing failed: " + ids.status().message(), "content");
+  if (!ids.ok())
+    return SetError(res, 400, "content: tokenizing failed: " + ids.status().message(), "content");
   nlohmann::json tokens = nlohmann::json::array();
   for (TokenId id : *ids) {
     if (*with_pieces) {
@@ -83,12 +84,16 @@ void Detokenize(ServerState& st, const httplib::Request& req, httplib::Response&
 
 nlohmann::json ModelMeta(const ServerState& st) {
   const HParams& hp = st.engine->model().hparams();
-  return {{"n_vocab", hp.n_vocab}, {"n_ctx_train", hp.n_ctx_train}, {"n_embd", hp.n_embd},
-          {"n_layer", hp.n_layer}, {"arch", hp.arch}};
+  return {{"n_vocab", hp.n_vocab},
+          {"n_ctx_train", hp.n_ctx_train},
+          {"n_embd", hp.n_embd},
+          {"n_layer", hp.n_layer},
+          {"arch", hp.arch}};
 }
 
 void Models(ServerState& st, httplib::Response& res) {
-  const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(st.started.time_since_epoch()).count();
+  const int64_t created =
+      std::chrono::duration_cast<std::chrono::seconds>(st.started.time_since_epoch()).count();
   SendJson(res, {{"object", "list"},
                  {"data", nlohmann::json::array({{{"id", st.model_id},
                                                   {"object", "model"},
@@ -107,6 +112,12 @@ void Props(ServerState& st, httplib::Response& res) {
                  {"n_ctx_slot", st.engine->n_ctx_slot()},
                  {"n_batch", cfg.n_batch},
                  {"max_queue", cfg.max_queue},
+                 {"kv_budget", cfg.kv_budget},
+                 {"kv_eager", cfg.kv_eager},
+                 {"idle_timeout", cfg.idle_timeout_s},
+                 {"idle_release_weights", cfg.idle_release_weights_s},
+                 {"slot_save_path", cfg.slot_save_path},
+                 {"flash_attn", cfg.flash_attn},
                  {"model_path", cfg.model_path},
                  {"model_alias", st.model_id},
                  {"embeddings", cfg.embeddings},
@@ -117,21 +128,6 @@ void Props(ServerState& st, httplib::Response& res) {
                  {"eos_token", st.eos_text},
                  {"modalities", {{"vision", false}, {"audio", false}}},
                  {"build_info", "lazyslot"}});
-}
-
-void Slots(ServerState& st, httplib::Response& res) {
-  const EngineStats stats = st.engine->Stats();
-  nlohmann::json slots = nlohmann::json::array();
-  for (const SlotInfo& s : stats.slots) {
-    slots.push_back({{"id", s.id},
-                     {"id_task", s.request_id},
-                     {"state", s.busy ? "processing" : "idle"},
-                     {"is_processing", s.busy},
-                     {"n_tokens", s.n_tokens},
-                     {"n_ctx", s.n_ctx},
-                     {"committed_bytes", s.committed_bytes}});
-  }
-  SendJson(res, slots);
 }
 
 }  // namespace
@@ -158,15 +154,11 @@ void RegisterInfoRoutes(ServerState& st) {
   auto models = [](ServerState& s, const httplib::Request&, httplib::Response& res) { Models(s, res); };
   st.http.Get("/v1/models", guard(models));
   st.http.Get("/models", guard(models));
-  st.http.Get("/props", guard([](ServerState& s, const httplib::Request&, httplib::Response& res) {
-    Props(s, res);
-  }));
-  st.http.Get("/slots", guard([](ServerState& s, const httplib::Request&, httplib::Response& res) {
-    Slots(s, res);
-  }));
+  st.http.Get("/props",
+              guard([](ServerState& s, const httplib::Request&, httplib::Response& res) { Props(s, res); }));
   st.http.Get("/metrics", guard([](ServerState& s, const httplib::Request&, httplib::Response& res) {
-    res.set_content(RenderMetrics(s), "text/plain; version=0.0.4; charset=utf-8");
-  }));
+                res.set_content(RenderMetrics(s), "text/plain; version=0.0.4; charset=utf-8");
+              }));
   st.http.Post("/tokenize", guard(Tokenize));
   st.http.Post("/detokenize", guard(Detokenize));
 }

@@ -36,9 +36,10 @@ struct HttpServer::State {
 };
 using ServerState = HttpServer::State;
 
-void RegisterCompletionRoutes(ServerState& st);  // /v1/chat/completions, /v1/completions, /completion
-void RegisterEmbeddingRoutes(ServerState& st);   // /v1/embeddings
-void RegisterInfoRoutes(ServerState& st);        // /health, /v1/models, /props, /slots, /tokenize, ...
+void RegisterCompletionRoutes(ServerState& st);    // /v1/chat/completions, /v1/completions, /completion
+void RegisterEmbeddingRoutes(ServerState& st);     // /v1/embeddings
+void RegisterInfoRoutes(ServerState& st);          // /health, /v1/models, /props, /metrics, /tokenize, ...
+void RegisterSlotRoutes(ServerState& st);          // GET /slots, POST /slots/{id}?action=save|restore|erase
 std::string RenderMetrics(const ServerState& st);  // Prometheus text for GET /metrics
 
 // Seconds since the epoch, for OpenAI's `created`.

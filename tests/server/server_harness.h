@@ -86,16 +86,17 @@ struct HttpResult {
 inline HttpResult Curl(const std::string& method, const std::string& url, const std::string& body = "",
                        const std::vector<std::string>& headers = {}, int max_time_s = 300) {
   const std::string out = NewScratchFile("out");
-  std::string cmd = "curl -sS -N -o " + ShellQuote(out) + " -w '%{http_code}' --max-time " +
-                    std::to_string(max_time_s) + " -X " + method;
-  for (const std::string& h : headers) cmd += " -H " + ShellQuote(h);
+  // Built with append() only: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
+  std::string cmd = "curl -sS -N -o ";
+  cmd.append(ShellQuote(out)).append(" -w '%{http_code}' --max-time ").append(std::to_string(max_time_s));
+  cmd.append(" -X ").append(method);
+  for (const std::string& h : headers) cmd.append(" -H ").append(ShellQuote(h));
   if (!body.empty()) {
     const std::string in = NewScratchFile("body");
     std::ofstream(in, std::ios::binary) << body;
-    cmd += " -H 'Content-Type: application/json' --data-binary @";
-    cmd += ShellQuote(in);  // appended apart: GCC 12 warns falsely (-Wrestrict) on "literal" + string&&
+    cmd.append(" -H 'Content-Type: application/json' --data-binary @").append(ShellQuote(in));
   }
-  cmd += " " + ShellQuote(url) + " 2>/dev/null";
+  cmd.append(" ").append(ShellQuote(url)).append(" 2>/dev/null");
   HttpResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -124,15 +125,22 @@ class ServerProcess {
  public:
   // Starts serve with `args` (model flags and others) on a free port and waits up to 120 s for /health 200.
   static std::unique_ptr<ServerProcess> Start(const std::vector<std::string>& args, std::string* error) {
+    return StartWithEnv(args, {}, error);
+  }
+  // As Start, with extra environment variables for the server process.
+  static std::unique_ptr<ServerProcess> StartWithEnv(
+      const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env,
+      std::string* error) {
     auto sp = std::unique_ptr<ServerProcess>(new ServerProcess());
     for (int attempt = 0; attempt < 3; ++attempt) {
       sp->port_ = FreePort();
       sp->log_path_ = NewScratchFile("server-log");
-      std::vector<std::string> argv = {LAZYSLOT_BINARY, "serve", "--host", "127.0.0.1", "--port",
-                                       std::to_string(sp->port_)};
+      std::vector<std::string> argv = {LAZYSLOT_BINARY, "serve",  "--host",
+                                       "127.0.0.1",     "--port", std::to_string(sp->port_)};
       argv.insert(argv.end(), args.begin(), args.end());
       sp->pid_ = fork();
       if (sp->pid_ == 0) {
+        for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
         FILE* log = std::fopen(sp->log_path_.c_str(), "w");
         if (log) {
           dup2(fileno(log), 1);
@@ -183,14 +191,17 @@ class ServerProcess {
   }
 
   int port() const { return port_; }
-  std::string Url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
+  std::string Url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + path;
+  }
   std::string Log() const { return ReadAll(log_path_); }
   const std::vector<int>& health_codes() const { return health_codes_; }
 
   HttpResult Get(const std::string& path, const std::vector<std::string>& headers = {}) const {
     return Curl("GET", Url(path), "", headers);
   }
-  HttpResult Post(const std::string& path, const json& body, const std::vector<std::string>& headers = {}) const {
+  HttpResult Post(const std::string& path, const json& body,
+                  const std::vector<std::string>& headers = {}) const {
     return Curl("POST", Url(path), body.dump(), headers);
   }
   HttpResult PostRaw(const std::string& path, const std::string& body,
@@ -207,8 +218,8 @@ class ServerProcess {
 };
 
 // Starts a server or fails the current test with its log.
-#define START_SERVER(var, ...)                                                  \
-  std::string var##_error;                                                      \
+#define START_SERVER(var, ...)                                                     \
+  std::string var##_error;                                                         \
   auto var = ::lazyslot::testing::ServerProcess::Start(__VA_ARGS__, &var##_error); \
   ASSERT_NE(var, nullptr) << var##_error
 
@@ -223,7 +234,8 @@ inline int OpenRawRequest(int port, const std::string& path, const std::string& 
     close(s);
     return -1;
   }
-  const std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+  const std::string req = "POST " + path +
+                          " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   if (send(s, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
     close(s);

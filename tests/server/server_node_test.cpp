@@ -40,8 +40,8 @@ TEST(ServerNodeClient, OfficialOpenAiPackage) {
   START_SERVER(srv, {"-m", SharedPath(kQwenVocab), "-np", "2", "--embeddings", "--api-key", "node-test-key"});
   out.clear();
   const int rc = RunShell("cd " + ShellQuote(dir) + " && LAZYSLOT_URL=" + ShellQuote(srv->Url("")) +
-                         " LAZYSLOT_API_KEY=node-test-key node openai_client_test.mjs",
-                     &out);
+                              " LAZYSLOT_API_KEY=node-test-key node openai_client_test.mjs",
+                          &out);
   std::fprintf(stderr, "%s", out.c_str());
   EXPECT_EQ(rc, 0) << out << "\nserver log:\n" << srv->Log();
 }

@@ -1,0 +1,86 @@
+// GET /slots (per slot: state, tokens held, context size, KV bytes) and llama-server's slot actions:
+// POST /slots/{id}?action=save|restore|erase with {"filename": ...} (files live in --slot-save-path).
+#include "server/errors.h"
+#include "server/openai_params.h"
+#include "server/server_state.h"
+
+namespace lazyslot::server {
+namespace {
+
+void SendJson(httplib::Response& res, const nlohmann::json& j) {
+  res.set_content(Dump(j), "application/json; charset=utf-8");
+}
+
+void ListSlots(ServerState& st, httplib::Response& res) {
+  const EngineStats stats = st.engine->Stats();
+  nlohmann::json slots = nlohmann::json::array();
+  for (const SlotInfo& s : stats.slots) {
+    slots.push_back({{"id", s.id},
+                     {"id_task", s.request_id},
+                     {"state", s.busy ? "processing" : "idle"},
+                     {"is_processing", s.busy},
+                     {"n_tokens", s.n_tokens},
+                     {"n_ctx", s.n_ctx},
+                     {"n_cached", s.n_cached},
+                     {"committed_bytes", s.committed_bytes},
+                     {"budget_bytes", s.budget_bytes}});
+  }
+  SendJson(res, slots);
+}
+
+void SlotAction(ServerState& st, const httplib::Request& req, httplib::Response& res) {
+  int id = -1;
+  try {
+    id = std::stoi(req.matches[1].str());
+  } catch (const std::exception&) {
+    return SetError(res, 400, "slot id: '" + req.matches[1].str() + "' is not a slot number");
+  }
+  const std::string action = req.get_param_value("action");
+  Result<SlotFileResult> r = InvalidArgument("action: must be save, restore or erase, got '" + action + "'");
+  if (action == "erase") {
+    r = st.engine->EraseSlot(id);
+    if (!r.ok()) return SetStatusError(res, r.status());
+    return SendJson(res, {{"id_slot", r->id}, {"n_erased", r->n_tokens}});
+  }
+  if (action != "save" && action != "restore") return SetStatusError(res, r.status());
+  Result<Json> body = ParseJsonObject(req.body);
+  if (!body.ok()) return SetStatusError(res, body.status());
+  Result<std::string> filename = GetString(*body, "filename", "");
+  if (!filename.ok()) return SetStatusError(res, filename.status());
+  if (filename->empty()) return SetError(res, 400, "filename: is required", "filename");
+  r = action == "save" ? st.engine->SaveSlot(id, *filename) : st.engine->RestoreSlot(id, *filename);
+  if (!r.ok()) return SetStatusError(res, r.status());
+  if (action == "save") {
+    return SendJson(res, {{"id_slot", r->id},
+                          {"filename", r->filename},
+                          {"n_saved", r->n_tokens},
+                          {"n_written", r->n_bytes},
+                          {"timings", {{"save_ms", r->ms}}}});
+  }
+  SendJson(res, {{"id_slot", r->id},
+                 {"filename", r->filename},
+                 {"n_restored", r->n_tokens},
+                 {"n_read", r->n_bytes},
+                 {"timings", {{"restore_ms", r->ms}}}});
+}
+
+}  // namespace
+
+void RegisterSlotRoutes(ServerState& st) {
+  st.http.Get("/slots", [&st](const httplib::Request&, httplib::Response& res) {
+    try {
+      ListSlots(st, res);
+    } catch (const std::exception& e) {
+      SetError(res, 500, std::string("internal error: ") + e.what());
+    }
+  });
+  st.http.Post(R"(/slots/(\d+))", [&st](const httplib::Request& req, httplib::Response& res) {
+    try {
+      SlotAction(st, req, res);
+    } catch (const std::exception& e) {
+      SetError(res, 500, std::string("internal error: ") + e.what());
+    }
+  });
+}
+
+}  // namespace lazyslot::server
