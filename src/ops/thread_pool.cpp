@@ -47,7 +47,11 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::WorkerLoop(int ith) {
+void ThreadPool::TakeShares() {
+  for (int k; (k = next_share_.fetch_add(1, std::memory_order_relaxed)) < n_threads_;) (*job_)(k, n_threads_);
+}
+
+void ThreadPool::WorkerLoop(int) {
   uint64_t seen = 0;
   for (;;) {
     int spins = 0;
@@ -64,8 +68,19 @@ void ThreadPool::WorkerLoop(int ith) {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load()) return;
-    (*job_)(ith, n_threads_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    // Join step `seen` only if it is still the open one; a late worker skips it (the caller did its shares).
+    const uint64_t tag = (seen & 0xffffffffu) << 32;
+    uint64_t w = join_.load(std::memory_order_acquire);
+    bool joined = false;
+    while ((w & ~(kClosed | 0xffffffffu)) == tag && (w & kClosed) == 0) {
+      if (join_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel)) {
+        joined = true;
+        break;
+      }
+    }
+    if (!joined) continue;
+    TakeShares();  // job_ stays valid: the caller waits for every joined worker before it returns
+    done_.fetch_add(1, std::memory_order_release);
   }
 }
 
@@ -75,16 +90,21 @@ void ThreadPool::Run(const std::function<void(int, int)>& fn) {
     return;
   }
   job_ = &fn;
-  pending_.store(n_threads_ - 1, std::memory_order_release);
+  next_share_.store(0, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  const uint64_t next_gen = generation_.load(std::memory_order_relaxed) + 1;
+  join_.store((next_gen & 0xffffffffu) << 32, std::memory_order_release);
   {
     // Publishing under the mutex pairs with the sleepers' predicate check, so no wake-up is lost.
     std::lock_guard<std::mutex> lock(mu_);
-    generation_.fetch_add(1, std::memory_order_acq_rel);
+    generation_.store(next_gen, std::memory_order_release);
   }
   if (sleeping_.load() > 0) cv_.notify_all();
-  fn(0, n_threads_);
+  TakeShares();
+  // Close the step: workers that have not joined by now never will; wait for those that did.
+  const uint32_t joined = static_cast<uint32_t>(join_.fetch_or(kClosed, std::memory_order_acq_rel) & 0xffffffffu);
   // Spin briefly, then yield: on a loaded machine a descheduled worker must not cost us a whole time slice.
-  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+  for (int spins = 0; done_.load(std::memory_order_acquire) != joined; ++spins) {
     if (spins < 4096) {
       _mm_pause();
     } else {
@@ -120,10 +140,9 @@ void ThreadPool::ParallelForDynamic(int64_t n, int64_t chunk,
     fn(0, n);
     return;
   }
-  // Each thread starts on its own chunk (no contention on the first grab), then takes the next free one.
-  std::atomic<int64_t> next{n_threads_};
-  Run([&](int ith, int) {
-    for (int64_t c = ith; c < n_chunks; c = next.fetch_add(1, std::memory_order_relaxed)) {
+  std::atomic<int64_t> next{0};
+  Run([&](int, int) {
+    for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
       fn(c * chunk, std::min(n, (c + 1) * chunk));
     }
   });

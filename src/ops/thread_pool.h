@@ -1,6 +1,8 @@
 // A persistent thread pool for data-parallel kernels: the caller and n-1 workers split an index range.
 // Workers spin briefly on a generation counter before sleeping, so back-to-back matmuls in one forward pass
-// do not pay a futex wake each (the per-step cost is measured in bench/).
+// do not pay a futex wake each (the per-step cost is measured in bench/thread_pool_bench.cpp).
+// Shares are handed out from a counter and a worker joins a step only while the caller is still working on
+// it: on a busy machine a descheduled worker is simply skipped instead of stalling every step.
 #pragma once
 
 #include <atomic>
@@ -23,7 +25,9 @@ class ThreadPool {
 
   int n_threads() const { return n_threads_; }
 
-  // Calls fn(ith, nth) once on each of the nth threads (ith = 0 is the caller) and waits for all.
+  // Calls fn(ith, nth) once for each share ith < nth (nth = n_threads()) and returns when all have returned.
+  // Shares go to whichever threads ask first (the caller and the workers that wake in time), so one thread
+  // may run several shares, one after the other; no share runs twice or on two threads at once.
   // Not reentrant: only one thread may call Run at a time.
   void Run(const std::function<void(int ith, int nth)>& fn);
 
@@ -42,9 +46,16 @@ class ThreadPool {
 
   int n_threads_;
   std::vector<std::thread> workers_;
-  const std::function<void(int, int)>* job_ = nullptr;
+  // Runs shares of the current job until none are left.
+  void TakeShares();
+
+  static constexpr uint64_t kClosed = uint64_t{1} << 31;
+  const std::function<void(int, int)>* job_ = nullptr;  // written only while no worker is joined
+  std::atomic<int> next_share_{0};
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  // (generation & 0xffffffff) << 32 | kClosed once the caller finished its shares | workers joined.
+  std::atomic<uint64_t> join_{0};
+  std::atomic<uint32_t> done_{0};  // joined workers that have finished
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_;
