@@ -48,6 +48,7 @@ struct BenchOptions {
   std::string modes = "lazy,eager";
   std::string out_dir = "bench/out";
   std::string cache_type = "f16";
+  std::string replot;  // a bench_memory.json to redraw instead of running
 };
 
 struct Sample {
@@ -269,6 +270,7 @@ Result<ModeResult> RunMode(const BenchOptions& o, const std::string& mode, int p
   m.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   m.ttft_ms = first["timings"]["prompt_ms"].get<double>();
   m.gen_tps = first["timings"]["predicted_per_second"].get<double>();
+  Sleep(0.3);  // the engine publishes its figures after the step that ended the request
   m.phases.push_back({"after 1 request", Now(child, cli)});
   std::fprintf(stderr, "[%s] request: %.1f s, TTFT %.0f ms, %.2f tokens/s; RSS %.0f MiB, KV %.0f MiB\n",
                mode.c_str(), m.wall_s, m.ttft_ms, m.gen_tps, MiB(m.phases.back().at.rss),
@@ -314,8 +316,8 @@ Result<ModeResult> RunMode(const BenchOptions& o, const std::string& mode, int p
   m.ttft_reload_ms = again["timings"]["prompt_ms"].get<double>();
   m.reload_same = again["content"] == first["content"];
   m.cache_n_first = again["timings"].value("cache_n", -1);
-  m.phases.push_back({"after the request again", Now(child, cli)});
   Sleep(0.3);
+  m.phases.push_back({"after the request again", Now(child, cli)});
   m.series = sampler.Series();
   child.Stop();
   return m;
@@ -384,7 +386,12 @@ std::string Chart(const std::vector<ModeResult>& results) {
         << "' stroke='#ddd'/><text x='" << l - 6 << "' y='" << y(v) + 4 << "' text-anchor='end'>" << v
         << "</text>\n";
   }
-  for (int t = 0; t <= t_max; t += 10) {
+  int step = 10;
+  for (int s : {10, 20, 30, 60, 120, 300, 600}) {
+    step = s;
+    if (t_max / s <= 12) break;
+  }
+  for (int t = 0; t <= t_max; t += step) {
     svg << "<text x='" << x(t) << "' y='" << h - bottom + 16 << "' text-anchor='middle'>" << t << "</text>\n";
   }
   svg << "<text x='" << (l + w - r) / 2 << "' y='" << h - 12 << "' text-anchor='middle'>seconds since start</text>\n"
@@ -404,23 +411,64 @@ std::string Chart(const std::vector<ModeResult>& results) {
           << colours[i % 4] << "' stroke-opacity='0.25'/>\n";
       (void)what;
     }
-    svg << "<text x='" << l + 10 << "' y='" << top - 10 + 0 << "' dx='" << i * 260 << "' fill='" << colours[i % 4]
-        << "'>" << m.mode << ": RSS (solid), KV committed (dashed)</text>\n";
+    svg << "<text x='" << l + 10 + i * 300 << "' y='" << top - 10 << "' fill='" << colours[i % 4] << "'>" << m.mode
+        << ": RSS (solid), KV committed (dashed)</text>\n";
   }
   svg << "</svg>\n";
   return svg.str();
 }
 
+// Rebuilds the results from a JSON file this command wrote (for --replot).
+Result<std::vector<ModeResult>> LoadResults(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read " + path);
+  json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return InvalidArgument(path + ": not a bench-memory JSON file");
+  std::vector<ModeResult> out;
+  for (const char* mode : {"lazy", "eager"}) {
+    if (!j.contains(mode)) continue;
+    const json& m = j[mode];
+    ModeResult r;
+    r.mode = mode;
+    for (const json& p : m["phases"]) {
+      Sample s;
+      s.rss = p["rss"];
+      s.anon = p["rss_anon"];
+      s.file = p["rss_file"];
+      s.kv = p["kv_committed"];
+      r.phases.push_back({p["phase"], s});
+    }
+    for (const json& v : m["series_t_rss_kv"]) {
+      Sample s;
+      s.t = v[0];
+      s.rss = v[1];
+      s.kv = v[2];
+      r.series.push_back(s);
+    }
+    if (m.contains("marks")) r.marks = m["marks"].get<std::vector<std::pair<double, std::string>>>();
+    r.ttft_ms = m["ttft_ms"];
+    r.gen_tps = m["gen_tokens_per_s"];
+    r.ttft_reload_ms = m["ttft_after_reload_ms"];
+    r.reload_same = m["same_after_reload"];
+    out.push_back(std::move(r));
+  }
+  if (out.empty()) return InvalidArgument(path + ": no lazy or eager results");
+  return out;
+}
+
 Status RunBench(const BenchOptions& o) {
   std::error_code ec;
-  if (!std::filesystem::exists(o.model, ec)) {
+  if (o.replot.empty() && !std::filesystem::exists(o.model, ec)) {
     return NotFound("model " + o.model + " does not exist; make one with: lazyslot synth --preset qwen3-0.6b " +
                     "--type q8_0 -o " + o.model);
   }
   std::filesystem::create_directories(o.out_dir, ec);
   if (ec) return IoError("cannot create " + o.out_dir + ": " + ec.message());
   std::vector<ModeResult> results;
-  std::stringstream modes(o.modes);
+  if (!o.replot.empty()) {
+    LS_ASSIGN_OR_RETURN(results, LoadResults(o.replot));
+  }
+  std::stringstream modes(o.replot.empty() ? o.modes : "");
   std::string mode;
   int port = o.port;
   while (std::getline(modes, mode, ',')) {
@@ -479,10 +527,10 @@ Status RunBench(const BenchOptions& o) {
     for (const Sample& s : r.series) series.push_back({s.t, s.rss, s.kv});
     out[r.mode] = {{"phases", phases},           {"ttft_ms", r.ttft_ms},   {"gen_tokens_per_s", r.gen_tps},
                    {"ttft_after_reload_ms", r.ttft_reload_ms}, {"same_after_reload", r.reload_same},
-                   {"series_t_rss_kv", series}};
+                   {"series_t_rss_kv", series}, {"marks", r.marks}};
   }
   const std::filesystem::path dir(o.out_dir);
-  std::ofstream(dir / "bench_memory.json") << out.dump(1) << "\n";
+  if (o.replot.empty()) std::ofstream(dir / "bench_memory.json") << out.dump(1) << "\n";
   std::ofstream(dir / "bench_memory.md") << table << "\n" << checks;
   std::ofstream(dir / "bench_memory.svg") << Chart(results);
   std::printf("\nwrote %s, %s, %s\n", (dir / "bench_memory.md").c_str(), (dir / "bench_memory.json").c_str(),
@@ -509,6 +557,7 @@ void AddBenchMemoryCommand(CLI::App& root, int* exit_code) {
   sub->add_option("--cache-type", o->cache_type, "KV cache type for K and V: f16, q8_0, f32")->capture_default_str();
   sub->add_option("--port", o->port, "First port (one per mode)")->capture_default_str();
   sub->add_option("--modes", o->modes, "Comma-separated: lazy, eager")->capture_default_str();
+  sub->add_option("--replot", o->replot, "Redraw the table and chart from a bench_memory.json (runs nothing)");
   sub->add_option("--out-dir", o->out_dir, "Where the table, JSON, SVG chart and server logs go")
       ->capture_default_str();
   sub->callback([o, exit_code] {
