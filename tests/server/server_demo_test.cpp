@@ -1,6 +1,8 @@
 // `lazyslot serve` with no -m: generates the random-weight demo model with `synth` (once; reused after),
 // says so in its log, answers 503 on /health until ready, then serves chat with the demo's ChatML template.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "server_harness.h"
 
@@ -15,9 +17,9 @@ TEST(ServerDemo, ServesAGeneratedDemoModelWithoutFlags) {
   const std::string model = cache + "/lazyslot/demo.gguf";
   EXPECT_TRUE(std::filesystem::exists(model));
   const std::string log = srv->Log();
-  EXPECT_NE(log.find("random weights"), std::string::npos) << log;
+  EXPECT_NE(log.find("random weights"), std::string::npos) << "log: " << log;
   EXPECT_NE(log.find("chat template"), std::string::npos) << log;
-  // The listener was up before the model: the first health probes that connected saw 503, never an error.
+  // Until ready, /health answered 503 (or nothing, before the port was bound).
   for (int code : srv->health_codes()) EXPECT_TRUE(code == 0 || code == 503 || code == 200) << code;
 
   EXPECT_EQ(srv->Get("/v1/models").Json()["data"][0]["id"], "demo");
@@ -35,6 +37,39 @@ TEST(ServerDemo, ServesAGeneratedDemoModelWithoutFlags) {
   ASSERT_NE(again, nullptr) << err;
   EXPECT_EQ(std::filesystem::last_write_time(model), mtime);
   EXPECT_EQ(again->Get("/health").status, 200);
+}
+
+// The listener starts before the model loads: a model "file" that is a FIFO keeps the load blocked until the
+// test writes to it, so the loading state is observed deterministically.
+TEST(ServerDemo, HealthIs503WhileTheModelLoads) {
+  const std::string fifo = NewScratchFile("model-fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto srv = ServerProcess::Launch({"-m", fifo});
+  HttpResult h;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (h.status == 0 && srv->Running() && std::chrono::steady_clock::now() < deadline) {
+    h = srv->Get("/health");
+    if (h.status == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(h.status, 503) << h.body << srv->Log();
+  EXPECT_EQ(h.Json()["error"]["code"], 503) << h.body;
+  EXPECT_EQ(h.Json()["error"]["type"], "unavailable_error") << h.body;
+  for (const std::string path : {"/v1/models", "/props", "/slots", "/metrics"}) {
+    EXPECT_EQ(srv->Get(path).status, 503) << path;
+  }
+  EXPECT_EQ(srv->Post("/v1/completions", {{"prompt", "x"}}).status, 503);
+  // Unblock the load with bytes that are not a GGUF: the server reports it and exits non-zero.
+  const int fd = open(fifo.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, "not a gguf", 10), 10);
+  close(fd);
+  const auto exit_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (srv->Running() && std::chrono::steady_clock::now() < exit_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(srv->Running());
+  EXPECT_EQ(srv->exit_status(), 1) << srv->Log();
+  EXPECT_NE(srv->Log().find("error"), std::string::npos) << srv->Log();
 }
 
 }  // namespace

@@ -131,44 +131,66 @@ class ServerProcess {
   static std::unique_ptr<ServerProcess> StartWithEnv(
       const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env,
       std::string* error) {
-    auto sp = std::unique_ptr<ServerProcess>(new ServerProcess());
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      sp->port_ = FreePort();
-      sp->log_path_ = NewScratchFile("server-log");
-      std::vector<std::string> argv = {LAZYSLOT_BINARY, "serve",  "--host",
-                                       "127.0.0.1",     "--port", std::to_string(sp->port_)};
-      argv.insert(argv.end(), args.begin(), args.end());
-      sp->pid_ = fork();
-      if (sp->pid_ == 0) {
-        for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-        FILE* log = std::fopen(sp->log_path_.c_str(), "w");
-        if (log) {
-          dup2(fileno(log), 1);
-          dup2(fileno(log), 2);
-        }
-        std::vector<char*> cargv;
-        for (std::string& a : argv) cargv.push_back(a.data());
-        cargv.push_back(nullptr);
-        execv(cargv[0], cargv.data());
-        _exit(127);
-      }
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-      while (std::chrono::steady_clock::now() < deadline) {
-        int wstatus = 0;
-        if (waitpid(sp->pid_, &wstatus, WNOHANG) == sp->pid_) {  // exited: port taken or bad flags
-          sp->pid_ = -1;
-          break;
-        }
-        HttpResult h = Curl("GET", sp->Url("/health"), "", {}, 5);
-        sp->health_codes_.push_back(h.status);
-        if (h.status == 200) return sp;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
+    std::unique_ptr<ServerProcess> sp;
+    for (int attempt = 0; attempt < 3; ++attempt) {  // another process may take the free port first
+      sp = Launch(args, env);
+      if (sp->WaitHealthy(std::chrono::seconds(120))) return sp;
       if (sp->pid_ > 0) break;  // alive but never healthy: do not retry
     }
     if (error) *error = "lazyslot serve did not become healthy; log:\n" + sp->Log();
     return nullptr;
   }
+
+  // Forks `lazyslot serve --host 127.0.0.1 --port <free> args...` and returns at once.
+  static std::unique_ptr<ServerProcess> Launch(
+      const std::vector<std::string>& args,
+      const std::vector<std::pair<std::string, std::string>>& env = {}) {
+    auto sp = std::unique_ptr<ServerProcess>(new ServerProcess());
+    sp->port_ = FreePort();
+    sp->log_path_ = NewScratchFile("server-log");
+    std::vector<std::string> argv = {LAZYSLOT_BINARY, "serve",  "--host",
+                                     "127.0.0.1",     "--port", std::to_string(sp->port_)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    sp->pid_ = fork();
+    if (sp->pid_ == 0) {
+      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+      FILE* log = std::fopen(sp->log_path_.c_str(), "w");
+      if (log) {
+        dup2(fileno(log), 1);
+        dup2(fileno(log), 2);
+      }
+      std::vector<char*> cargv;
+      for (std::string& a : argv) cargv.push_back(a.data());
+      cargv.push_back(nullptr);
+      execv(cargv[0], cargv.data());
+      _exit(127);
+    }
+    return sp;
+  }
+
+  // Polls /health every 20 ms until 200 (true), the process exits or `timeout` passes (false).
+  bool WaitHealthy(std::chrono::seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (!Running()) return false;
+      HttpResult h = Curl("GET", Url("/health"), "", {}, 5);
+      health_codes_.push_back(h.status);
+      if (h.status == 200) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  // False once the process has exited (its status then in exit_status()).
+  bool Running() {
+    if (pid_ <= 0) return false;
+    int wstatus = 0;
+    if (waitpid(pid_, &wstatus, WNOHANG) != pid_) return true;
+    exit_status_ = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+    pid_ = -1;
+    return false;
+  }
+  int exit_status() const { return exit_status_; }
 
   ~ServerProcess() { Stop(); }
 
@@ -212,6 +234,7 @@ class ServerProcess {
  private:
   ServerProcess() = default;
   pid_t pid_ = -1;
+  int exit_status_ = -1;
   int port_ = 0;
   std::string log_path_;
   std::vector<int> health_codes_;
