@@ -1,5 +1,5 @@
-// `lazyslot serve` with no -m: generates the random-weight demo model with `synth` (once; reused after),
-// says so in its log, answers 503 on /health until ready, then serves chat with the demo's ChatML template.
+// Start-up of `lazyslot serve`: with no -m it generates the random-weight demo model with `synth` (once),
+// says so, and serves it; /health is 503 while a model loads; --chat-template picks or supplies the template.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -70,6 +70,35 @@ TEST(ServerDemo, HealthIs503WhileTheModelLoads) {
   EXPECT_FALSE(srv->Running());
   EXPECT_EQ(srv->exit_status(), 1) << srv->Log();
   EXPECT_NE(srv->Log().find("error"), std::string::npos) << srv->Log();
+}
+
+// --chat-template: a built-in name, or Jinja source; a template that does not parse stops the start-up.
+TEST(ServerTemplates, ChatTemplateOverride) {
+  const std::string model = "models/stories260K.gguf";
+  REQUIRE_SHARED_FILE(model);
+  {
+    START_SERVER(srv, {"-m", SharedPath(model), "--chat-template", "llama3"});
+    EXPECT_EQ(srv->Get("/props").Json()["chat_template_name"], "llama3");
+    EXPECT_NE(srv->Log().find("llama3"), std::string::npos) << srv->Log();
+  }
+  {
+    START_SERVER(srv, {"-m", SharedPath(model), "--chat-template",
+                       "{{ bos_token }}{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"});
+    EXPECT_EQ(srv->Get("/props").Json()["chat_template_name"], "custom");
+    const json msgs = {{{"role", "user"}, {"content", "The cat"}}};
+    const json r = srv->Post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 2}}).Json();
+    // The template prints BOS itself, so the tokenizer must not add a second one.
+    const json ids = srv->Post("/tokenize", {{"content", "<s>user: The cat\n"}}).Json()["tokens"];
+    EXPECT_EQ(ids[0], 1);
+    EXPECT_EQ(r["usage"]["prompt_tokens"], ids.size()) << r.dump() << ids.dump();
+  }
+  auto bad = ServerProcess::Launch({"-m", SharedPath(model), "--chat-template", "{% for x in %}"});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (bad->Running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(bad->exit_status(), 1);
+  EXPECT_NE(bad->Log().find("--chat-template"), std::string::npos) << bad->Log();
 }
 
 }  // namespace
