@@ -15,13 +15,12 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "core/status.h"
@@ -193,7 +192,8 @@ class Sampler {
 Sample Now(const Child& child, httplib::Client& cli) {
   Sample s = ReadChild(child.pid());
   s.t = child.Seconds();
-  if (auto r = cli.Get("/metrics"); r && r->status == 200) s.kv = MetricValue(r->body, "lazyslot:kv_committed_bytes");
+  if (auto r = cli.Get("/metrics"); r && r->status == 200)
+    s.kv = MetricValue(r->body, "lazyslot:kv_committed_bytes");
   return s;
 }
 
@@ -213,7 +213,8 @@ Result<json> Complete(int port, const std::vector<int>& prompt, int n_predict) {
                {"ignore_eos", true}, {"cache_prompt", true},   {"seed", 1}};
   auto r = cli.Post("/completion", body.dump(), "application/json");
   if (!r) return IoError("POST /completion failed: " + httplib::to_string(r.error()));
-  if (r->status != 200) return Internal("POST /completion: HTTP " + std::to_string(r->status) + ": " + r->body);
+  if (r->status != 200)
+    return Internal("POST /completion: HTTP " + std::to_string(r->status) + ": " + r->body);
   return json::parse(r->body);
 }
 
@@ -222,14 +223,22 @@ void Sleep(double s) { std::this_thread::sleep_for(std::chrono::duration<double>
 Result<ModeResult> RunMode(const BenchOptions& o, const std::string& mode, int port) {
   ModeResult m;
   m.mode = mode;
-  std::vector<std::string> args = {"lazyslot",          "serve",
-                                   "-m",                o.model,
-                                   "--parallel",        std::to_string(o.parallel),
-                                   "--ctx-size",        std::to_string(o.ctx),
-                                   "--threads",         std::to_string(o.threads),
-                                   "--port",            std::to_string(port),
-                                   "--idle-timeout",    std::to_string(o.idle_timeout),
-                                   "--idle-release-weights", std::to_string(o.idle_weights)};
+  std::vector<std::string> args = {"lazyslot",
+                                   "serve",
+                                   "-m",
+                                   o.model,
+                                   "--parallel",
+                                   std::to_string(o.parallel),
+                                   "--ctx-size",
+                                   std::to_string(o.ctx),
+                                   "--threads",
+                                   std::to_string(o.threads),
+                                   "--port",
+                                   std::to_string(port),
+                                   "--idle-timeout",
+                                   std::to_string(o.idle_timeout),
+                                   "--idle-release-weights",
+                                   std::to_string(o.idle_weights)};
   if (o.cache_type != "f16") {
     for (const char* flag : {"--cache-type-k", "--cache-type-v"}) {
       args.push_back(flag);
@@ -298,8 +307,8 @@ Result<ModeResult> RunMode(const BenchOptions& o, const std::string& mode, int p
   mark("idle");
   const Clock::time_point idle_start = Clock::now();
   auto sleep_until = [&](double s) {
-    std::this_thread::sleep_until(idle_start + std::chrono::duration_cast<Clock::duration>(
-                                                   std::chrono::duration<double>(s)));
+    std::this_thread::sleep_until(
+        idle_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)));
   };
   // Read between the two releases (or 1.5 s after the first when the weights go much later).
   sleep_until(std::min(o.idle_timeout + 1.5, (o.idle_timeout + o.idle_weights) / 2));
@@ -307,8 +316,8 @@ Result<ModeResult> RunMode(const BenchOptions& o, const std::string& mode, int p
   sleep_until(o.idle_weights + 1.5);
   m.phases.push_back({"after idle weights release", Now(child, cli)});
   std::fprintf(stderr, "[%s] idle: RSS %.0f MiB (KV %.0f MiB), then %.0f MiB after the weights went\n",
-               mode.c_str(), MiB(m.phases[m.phases.size() - 2].at.rss), MiB(m.phases[m.phases.size() - 2].at.kv),
-               MiB(m.phases.back().at.rss));
+               mode.c_str(), MiB(m.phases[m.phases.size() - 2].at.rss),
+               MiB(m.phases[m.phases.size() - 2].at.kv), MiB(m.phases.back().at.rss));
 
   // The first request again: the weights page back in and the answer is the same.
   mark("request again");
@@ -336,7 +345,8 @@ std::string Table(const std::vector<ModeResult>& results) {
     t += "| " + results[0].phases[p].name + " |";
     for (const ModeResult& r : results) {
       const Sample& s = r.phases[p].at;
-      std::snprintf(buf, sizeof buf, " %.0f (%.0f / %.0f) | %.1f |", MiB(s.rss), MiB(s.anon), MiB(s.file), MiB(s.kv));
+      std::snprintf(buf, sizeof buf, " %.0f (%.0f / %.0f) | %.1f |", MiB(s.rss), MiB(s.anon), MiB(s.file),
+                    MiB(s.kv));
       t += buf;
     }
     t += "\n";
@@ -361,7 +371,8 @@ std::string Table(const std::vector<ModeResult>& results) {
     std::snprintf(b, sizeof b, "%.0f", r.ttft_reload_ms);
     return std::string(b);
   });
-  row("same answer after the release", [](const ModeResult& r) { return std::string(r.reload_same ? "yes" : "NO"); });
+  row("same answer after the release",
+      [](const ModeResult& r) { return std::string(r.reload_same ? "yes" : "NO"); });
   return t;
 }
 
@@ -394,25 +405,26 @@ std::string Chart(const std::vector<ModeResult>& results) {
   for (int t = 0; t <= t_max; t += step) {
     svg << "<text x='" << x(t) << "' y='" << h - bottom + 16 << "' text-anchor='middle'>" << t << "</text>\n";
   }
-  svg << "<text x='" << (l + w - r) / 2 << "' y='" << h - 12 << "' text-anchor='middle'>seconds since start</text>\n"
-      << "<text x='14' y='" << (top + h - bottom) / 2 << "' transform='rotate(-90 14 " << (top + h - bottom) / 2
-      << ")' text-anchor='middle'>MiB</text>\n";
+  svg << "<text x='" << (l + w - r) / 2 << "' y='" << h - 12
+      << "' text-anchor='middle'>seconds since start</text>\n"
+      << "<text x='14' y='" << (top + h - bottom) / 2 << "' transform='rotate(-90 14 "
+      << (top + h - bottom) / 2 << ")' text-anchor='middle'>MiB</text>\n";
   const char* colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"};
   for (size_t i = 0; i < results.size(); ++i) {
     const ModeResult& m = results[i];
     for (int kind = 0; kind < 2; ++kind) {
-      svg << "<polyline fill='none' stroke='" << colours[i % 4] << "' stroke-width='" << (kind ? 1.2 : 2) << "'"
-          << (kind ? " stroke-dasharray='5,3'" : "") << " points='";
+      svg << "<polyline fill='none' stroke='" << colours[i % 4] << "' stroke-width='" << (kind ? 1.2 : 2)
+          << "'" << (kind ? " stroke-dasharray='5,3'" : "") << " points='";
       for (const Sample& s : m.series) svg << x(s.t) << "," << y(MiB(kind ? s.kv : s.rss)) << " ";
       svg << "'/>\n";
     }
     for (const auto& [t, what] : m.marks) {
-      svg << "<line x1='" << x(t) << "' x2='" << x(t) << "' y1='" << top << "' y2='" << h - bottom << "' stroke='"
-          << colours[i % 4] << "' stroke-opacity='0.25'/>\n";
+      svg << "<line x1='" << x(t) << "' x2='" << x(t) << "' y1='" << top << "' y2='" << h - bottom
+          << "' stroke='" << colours[i % 4] << "' stroke-opacity='0.25'/>\n";
       (void)what;
     }
-    svg << "<text x='" << l + 10 + i * 300 << "' y='" << top - 10 << "' fill='" << colours[i % 4] << "'>" << m.mode
-        << ": RSS (solid), KV committed (dashed)</text>\n";
+    svg << "<text x='" << l + 10 + i * 300 << "' y='" << top - 10 << "' fill='" << colours[i % 4] << "'>"
+        << m.mode << ": RSS (solid), KV committed (dashed)</text>\n";
   }
   svg << "</svg>\n";
   return svg.str();
@@ -459,7 +471,8 @@ Result<std::vector<ModeResult>> LoadResults(const std::string& path) {
 Status RunBench(const BenchOptions& o) {
   std::error_code ec;
   if (o.replot.empty() && !std::filesystem::exists(o.model, ec)) {
-    return NotFound("model " + o.model + " does not exist; make one with: lazyslot synth --preset qwen3-0.6b " +
+    return NotFound("model " + o.model +
+                    " does not exist; make one with: lazyslot synth --preset qwen3-0.6b " +
                     "--type q8_0 -o " + o.model);
   }
   std::filesystem::create_directories(o.out_dir, ec);
@@ -472,7 +485,8 @@ Status RunBench(const BenchOptions& o) {
   std::string mode;
   int port = o.port;
   while (std::getline(modes, mode, ',')) {
-    if (mode != "lazy" && mode != "eager") return InvalidArgument("--modes: lazy or eager, got '" + mode + "'");
+    if (mode != "lazy" && mode != "eager")
+      return InvalidArgument("--modes: lazy or eager, got '" + mode + "'");
     LS_ASSIGN_OR_RETURN(ModeResult r, RunMode(o, mode, port++));
     results.push_back(std::move(r));
   }
@@ -492,12 +506,14 @@ Status RunBench(const BenchOptions& o) {
     const auto& p = lazy->phases;
     check(p[0].at.kv == 0, "lazy: KV committed at start is 0");
     const uint64_t bound = uint64_t(o.prompt_tokens + o.n_predict) * 112 * 1024;
-    std::snprintf(buf, sizeof buf, "lazy: KV after the request %.1f MiB <= %d x 112 KiB = %.1f MiB", MiB(p[1].at.kv),
-                  o.prompt_tokens + o.n_predict, MiB(bound));
+    std::snprintf(buf, sizeof buf, "lazy: KV after the request %.1f MiB <= %d x 112 KiB = %.1f MiB",
+                  MiB(p[1].at.kv), o.prompt_tokens + o.n_predict, MiB(bound));
     check(p[1].at.kv <= bound, buf);
     const double d = MiB(p[3].at.rss) - MiB(p[0].at.rss);
-    std::snprintf(buf, sizeof buf, "lazy: after the idle timeout KV is %.1f MiB and RSS is %+.1f MiB from the "
-                  "post-start figure (target: 0 and within 16 MiB)", MiB(p[3].at.kv), d);
+    std::snprintf(buf, sizeof buf,
+                  "lazy: after the idle timeout KV is %.1f MiB and RSS is %+.1f MiB from the "
+                  "post-start figure (target: 0 and within 16 MiB)",
+                  MiB(p[3].at.kv), d);
     check(p[3].at.kv == 0 && std::abs(d) <= 16, buf);
     std::snprintf(buf, sizeof buf, "lazy: RSS after the weights were released %.1f MiB (target <= 100 MiB)",
                   MiB(p[4].at.rss));
@@ -507,27 +523,40 @@ Status RunBench(const BenchOptions& o) {
   if (lazy && eager) {
     std::snprintf(buf, sizeof buf, "TTFT lazy/eager = %.3f (target <= 1.05)", lazy->ttft_ms / eager->ttft_ms);
     check(lazy->ttft_ms <= 1.05 * eager->ttft_ms, buf);
-    std::snprintf(buf, sizeof buf, "tokens/s lazy/eager = %.3f (target >= 0.97)", lazy->gen_tps / eager->gen_tps);
+    std::snprintf(buf, sizeof buf, "tokens/s lazy/eager = %.3f (target >= 0.97)",
+                  lazy->gen_tps / eager->gen_tps);
     check(lazy->gen_tps >= 0.97 * eager->gen_tps, buf);
   }
   std::printf("\n%s", checks.c_str());
 
   json out = json::object();
-  out["options"] = {{"model", o.model},         {"parallel", o.parallel}, {"ctx_size", o.ctx},
-                    {"threads", o.threads},     {"prompt_tokens", o.prompt_tokens},
-                    {"n_predict", o.n_predict}, {"idle_timeout", o.idle_timeout},
-                    {"idle_release_weights", o.idle_weights}, {"cache_type", o.cache_type}};
+  out["options"] = {{"model", o.model},
+                    {"parallel", o.parallel},
+                    {"ctx_size", o.ctx},
+                    {"threads", o.threads},
+                    {"prompt_tokens", o.prompt_tokens},
+                    {"n_predict", o.n_predict},
+                    {"idle_timeout", o.idle_timeout},
+                    {"idle_release_weights", o.idle_weights},
+                    {"cache_type", o.cache_type}};
   for (const ModeResult& r : results) {
     json phases = json::array();
     for (const Phase& p : r.phases) {
-      phases.push_back({{"phase", p.name}, {"rss", p.at.rss}, {"rss_anon", p.at.anon}, {"rss_file", p.at.file},
+      phases.push_back({{"phase", p.name},
+                        {"rss", p.at.rss},
+                        {"rss_anon", p.at.anon},
+                        {"rss_file", p.at.file},
                         {"kv_committed", p.at.kv}});
     }
     json series = json::array();
     for (const Sample& s : r.series) series.push_back({s.t, s.rss, s.kv});
-    out[r.mode] = {{"phases", phases},           {"ttft_ms", r.ttft_ms},   {"gen_tokens_per_s", r.gen_tps},
-                   {"ttft_after_reload_ms", r.ttft_reload_ms}, {"same_after_reload", r.reload_same},
-                   {"series_t_rss_kv", series}, {"marks", r.marks}};
+    out[r.mode] = {{"phases", phases},
+                   {"ttft_ms", r.ttft_ms},
+                   {"gen_tokens_per_s", r.gen_tps},
+                   {"ttft_after_reload_ms", r.ttft_reload_ms},
+                   {"same_after_reload", r.reload_same},
+                   {"series_t_rss_kv", series},
+                   {"marks", r.marks}};
   }
   const std::filesystem::path dir(o.out_dir);
   if (o.replot.empty()) std::ofstream(dir / "bench_memory.json") << out.dump(1) << "\n";
@@ -543,21 +572,25 @@ Status RunBench(const BenchOptions& o) {
 void AddBenchMemoryCommand(CLI::App& root, int* exit_code) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* sub = root.add_subcommand(
-      "bench-memory", "Memory benchmark: lazy vs eager KV, RSS over a request, two at once, idle and weight release");
+      "bench-memory",
+      "Memory benchmark: lazy vs eager KV, RSS over a request, two at once, idle and weight release");
   sub->add_option("-m,--model", o->model, "GGUF model (make one with synth --preset qwen3-0.6b --type q8_0)")
       ->capture_default_str();
   sub->add_option("--parallel", o->parallel, "Slots")->capture_default_str();
   sub->add_option("-c,--ctx-size", o->ctx, "Total KV cells")->capture_default_str();
   sub->add_option("-t,--threads", o->threads, "Compute threads of the server")->capture_default_str();
-  sub->add_option("--prompt-tokens", o->prompt_tokens, "Prompt length of each request")->capture_default_str();
+  sub->add_option("--prompt-tokens", o->prompt_tokens, "Prompt length of each request")
+      ->capture_default_str();
   sub->add_option("-n,--n-predict", o->n_predict, "Tokens generated per request")->capture_default_str();
   sub->add_option("--idle-timeout", o->idle_timeout, "Server's --idle-timeout (s)")->capture_default_str();
   sub->add_option("--idle-release-weights", o->idle_weights, "Server's --idle-release-weights (s)")
       ->capture_default_str();
-  sub->add_option("--cache-type", o->cache_type, "KV cache type for K and V: f16, q8_0, f32")->capture_default_str();
+  sub->add_option("--cache-type", o->cache_type, "KV cache type for K and V: f16, q8_0, f32")
+      ->capture_default_str();
   sub->add_option("--port", o->port, "First port (one per mode)")->capture_default_str();
   sub->add_option("--modes", o->modes, "Comma-separated: lazy, eager")->capture_default_str();
-  sub->add_option("--replot", o->replot, "Redraw the table and chart from a bench_memory.json (runs nothing)");
+  sub->add_option("--replot", o->replot,
+                  "Redraw the table and chart from a bench_memory.json (runs nothing)");
   sub->add_option("--out-dir", o->out_dir, "Where the table, JSON, SVG chart and server logs go")
       ->capture_default_str();
   sub->callback([o, exit_code] {

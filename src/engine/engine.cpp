@@ -40,7 +40,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
   }
   if (config.n_batch < 1) return InvalidArgument("--batch-size must be positive");
   if (config.kv_eager && config.kv_budget > 0) {
-    return InvalidArgument("--kv-budget cannot be combined with --kv-eager (eager mode commits the whole cache)");
+    return InvalidArgument(
+        "--kv-budget cannot be combined with --kv-eager (eager mode commits the whole cache)");
   }
   if (config.idle_timeout_s < 0 || config.idle_release_weights_s < 0) {
     return InvalidArgument("--idle-timeout and --idle-release-weights must not be negative");
@@ -51,9 +52,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
   LS_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromGguf(e->model_->file()));
   const HParams& hp = e->model_->hparams();
   e->n_ctx_slot_ = config.n_ctx / config.n_parallel;
-  e->pooling_ = config.pooling != PoolingType::kNone ? config.pooling
+  e->pooling_ = config.pooling != PoolingType::kNone                                     ? config.pooling
                 : (hp.pooling == PoolingType::kNone || hp.pooling == PoolingType::kRank) ? PoolingType::kMean
-                                                                                          : hp.pooling;
+                                                                                         : hp.pooling;
 
   auto impl = std::make_unique<Impl>();
   impl->engine = e.get();
@@ -68,25 +69,29 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
   kc.eager = config.kv_eager;
   Result<std::unique_ptr<KvCache>> kv = KvCache::Create(kc);
   if (!kv.ok()) {
-    return Status(kv.status().code(), "--cache-type-k " + std::string(TypeName(kc.type_k)) + " --cache-type-v " +
-                                          TypeName(kc.type_v) + ": " + kv.status().message());
+    return Status(kv.status().code(), "--cache-type-k " + std::string(TypeName(kc.type_k)) +
+                                          " --cache-type-v " + TypeName(kc.type_v) + ": " +
+                                          kv.status().message());
   }
   impl->kv = std::move(kv).value();
   const KvCache& c = *impl->kv;
-  LS_LOG_INFO("kv cache: %d slots x %d cells, %s; K %s reserved %.1f MiB, V %s reserved %.1f MiB, "
-              "committed %.1f MiB (%.1f KiB per token)",
-              config.n_parallel, e->n_ctx_slot_, config.kv_eager ? "eager (committed and zeroed now)" : "lazy",
-              TypeName(kc.type_k), MiB(c.reserved_bytes_k()), TypeName(kc.type_v), MiB(c.reserved_bytes_v()),
-              MiB(c.committed_bytes()), (c.k_row_bytes() + c.v_row_bytes()) * hp.n_layer / 1024.0);
+  LS_LOG_INFO(
+      "kv cache: %d slots x %d cells, %s; K %s reserved %.1f MiB, V %s reserved %.1f MiB, "
+      "committed %.1f MiB (%.1f KiB per token)",
+      config.n_parallel, e->n_ctx_slot_, config.kv_eager ? "eager (committed and zeroed now)" : "lazy",
+      TypeName(kc.type_k), MiB(c.reserved_bytes_k()), TypeName(kc.type_v), MiB(c.reserved_bytes_v()),
+      MiB(c.committed_bytes()), (c.k_row_bytes() + c.v_row_bytes()) * hp.n_layer / 1024.0);
   impl->capacity_cells = e->n_ctx_slot_;
   if (config.kv_budget > 0) {
     impl->capacity_cells = c.CellsForBytes(config.kv_budget);
     if (impl->capacity_cells < 2) {
-      return InvalidArgument("--kv-budget " + std::to_string(config.kv_budget) + " bytes cannot hold even two " +
-                             "tokens of one slot (" + std::to_string(c.BytesForCells(2)) + " bytes)");
+      return InvalidArgument("--kv-budget " + std::to_string(config.kv_budget) +
+                             " bytes cannot hold even two " + "tokens of one slot (" +
+                             std::to_string(c.BytesForCells(2)) + " bytes)");
     }
-    LS_LOG_INFO("kv budget: %.1f MiB over all slots (of %.1f MiB reserved); one request may use up to %d cells",
-                MiB(config.kv_budget), MiB(c.reserved_bytes()), impl->capacity_cells);
+    LS_LOG_INFO(
+        "kv budget: %.1f MiB over all slots (of %.1f MiB reserved); one request may use up to %d cells",
+        MiB(config.kv_budget), MiB(c.reserved_bytes()), impl->capacity_cells);
   }
   impl->model_id = ModelIdentity(*e->model_);
   impl->pool = std::make_unique<ThreadPool>(config.n_threads);
@@ -138,8 +143,8 @@ Result<std::shared_ptr<RequestStream>> Engine::Submit(GenerationRequest req) {
     return st;
   };
   if (need > n_ctx_slot_) {
-    return reject(OutOfRange("the prompt has " + std::to_string(n_prompt) + " tokens, but a slot's context holds " +
-                             std::to_string(n_ctx_slot_) +
+    return reject(OutOfRange("the prompt has " + std::to_string(n_prompt) +
+                             " tokens, but a slot's context holds " + std::to_string(n_ctx_slot_) +
                              (req.embedding ? "" : " (including at least one generated token)")));
   }
   if (need > impl_->capacity_cells) {
@@ -147,10 +152,10 @@ Result<std::shared_ptr<RequestStream>> Engine::Submit(GenerationRequest req) {
     const KvCache& kv = *impl_->kv;
     return reject(ResourceExhausted(
         "the request needs at least " + std::to_string(need) + " KV cells (" + std::to_string(n_prompt) +
-        " prompt tokens" + (req.embedding ? "" : " + 1 generated") + ") = " +
-        std::to_string(kv.BytesForCells(need)) + " bytes of KV, but --kv-budget is " +
-        std::to_string(config_.kv_budget) + " bytes, which holds at most " + std::to_string(impl_->capacity_cells) +
-        " cells in one slot"));
+        " prompt tokens" + (req.embedding ? "" : " + 1 generated") +
+        ") = " + std::to_string(kv.BytesForCells(need)) + " bytes of KV, but --kv-budget is " +
+        std::to_string(config_.kv_budget) + " bytes, which holds at most " +
+        std::to_string(impl_->capacity_cells) + " cells in one slot"));
   }
   if (req.embedding && req.pooling == PoolingType::kNone) req.pooling = pooling_;
   std::shared_ptr<RequestStream> stream;
@@ -159,7 +164,8 @@ Result<std::shared_ptr<RequestStream>> Engine::Submit(GenerationRequest req) {
     if (static_cast<int>(impl_->queue.size()) >= config_.max_queue) {
       ++impl_->stats.requests_rejected;
       return Unavailable("the server is busy: " + std::to_string(impl_->queue.size()) +
-                         " requests are already waiting (--max-queue " + std::to_string(config_.max_queue) + ")");
+                         " requests are already waiting (--max-queue " + std::to_string(config_.max_queue) +
+                         ")");
     }
     stream = std::make_shared<RequestStream>(impl_->next_id++);
     impl_->queue.push_back({std::move(req), stream});
@@ -241,7 +247,8 @@ void Engine::Impl::Loop() {
         const std::optional<Clock::time_point> due = NextIdleDeadline();
         if (!due) {
           cv.wait(lock);
-        } else if (cv.wait_until(lock, *due) == std::cv_status::timeout && queue.empty() && slot_tasks.empty()) {
+        } else if (cv.wait_until(lock, *due) == std::cv_status::timeout && queue.empty() &&
+                   slot_tasks.empty()) {
           lock.unlock();
           IdleRelease(Clock::now());
           PublishSlotInfo();
@@ -288,7 +295,8 @@ void Engine::Impl::Step() {
     for (int32_t i = s.n_prompt_done; i < s.n_prompt_done + take; ++i) {
       uint8_t flag = Batch::kNone;
       if (s.req.embedding) {
-        const bool want = s.req.pooling == PoolingType::kMean || (s.req.pooling == PoolingType::kCls && i == 0) ||
+        const bool want = s.req.pooling == PoolingType::kMean ||
+                          (s.req.pooling == PoolingType::kCls && i == 0) ||
                           (s.req.pooling != PoolingType::kCls && i == n_prompt - 1);
         if (want) flag = Batch::kHidden;
       } else if (i == n_prompt - 1) {
@@ -325,7 +333,8 @@ void Engine::Impl::Step() {
     Slot& s = slots[batch.slot[out.logit_rows[r]]];
     const bool first = s.n_generated == 0;
     if (first) s.t_first = Clock::now();
-    const TokenId tok = s.sampler->Sample(out.logits.data() + r * e.model_->hparams().n_vocab, e.model_->hparams().n_vocab);
+    const TokenId tok =
+        s.sampler->Sample(out.logits.data() + r * e.model_->hparams().n_vocab, e.model_->hparams().n_vocab);
     ++n_gen_tokens;
     OnToken(s, tok);
   }

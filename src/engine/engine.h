@@ -29,7 +29,7 @@ struct EngineConfig {
   int32_t n_batch = 512;    // most tokens per forward pass (prompts are processed in chunks of this)
   bool embeddings = false;  // --embeddings
   PoolingType pooling = PoolingType::kNone;  // kNone: the model's pooling_type, else mean
-  int max_queue = 64;       // requests waiting for a slot; more get 503
+  int max_queue = 64;                        // requests waiting for a slot; more get 503
   TensorType cache_type_k = TensorType::kF16;
   TensorType cache_type_v = TensorType::kF16;
   bool kv_eager = false;
@@ -44,10 +44,10 @@ struct EngineConfig {
 
 struct GenerationRequest {
   std::vector<TokenId> prompt;
-  bool embedding = false;  // pool the prompt's hidden states instead of generating
+  bool embedding = false;                    // pool the prompt's hidden states instead of generating
   PoolingType pooling = PoolingType::kNone;  // for embeddings; kNone = the engine's pooling
   SamplingParams sampling;
-  int32_t n_predict = -1;  // -1: until end of generation or the slot is full
+  int32_t n_predict = -1;         // -1: until end of generation or the slot is full
   std::vector<std::string> stop;  // generation ends before the first occurrence of any of these
   bool ignore_eos = false;
   // Keep this request's KV in its slot when it ends, and start from the longest matching prefix of a slot's
@@ -64,7 +64,7 @@ struct Event {
   std::string finish_reason;  // "stop" or "length"
   int32_t n_prompt = 0;
   int32_t n_generated = 0;
-  int32_t n_cached = 0;  // prompt tokens whose KV was reused from the slot (not recomputed)
+  int32_t n_cached = 0;          // prompt tokens whose KV was reused from the slot (not recomputed)
   std::vector<float> embedding;  // embedding requests
   double prompt_ms = 0, generation_ms = 0;
   // kError:
@@ -111,22 +111,22 @@ struct EngineStats {
   uint64_t prompt_tokens_total = 0, generated_tokens_total = 0;
   double prompt_seconds_total = 0, generation_seconds_total = 0;
   uint64_t kv_reserved_bytes = 0, kv_committed_bytes = 0;
-  uint64_t kv_budget_bytes = 0;        // 0: no budget
-  uint64_t kv_budget_used_bytes = 0;   // sum of the slots' budget_bytes
+  uint64_t kv_budget_bytes = 0;       // 0: no budget
+  uint64_t kv_budget_used_bytes = 0;  // sum of the slots' budget_bytes
   uint64_t kv_peak_committed_bytes = 0;
   uint64_t prompt_tokens_cached_total = 0;
-  uint64_t scratch_bytes = 0;          // forward-pass activations
+  uint64_t scratch_bytes = 0;  // forward-pass activations
   uint64_t idle_releases = 0, weight_releases = 0;
-  bool weights_released = false;       // dropped by --idle-release-weights and not yet paged back
-  uint64_t updates = 0;                // times the scheduler published these figures
+  bool weights_released = false;  // dropped by --idle-release-weights and not yet paged back
+  uint64_t updates = 0;           // times the scheduler published these figures
 };
 
 // What the process holds, measured on demand (syscalls and /proc; safe from any thread).
 struct MemoryReport {
   uint64_t kv_reserved = 0, kv_committed = 0;
-  uint64_t kv_resident = 0;        // mincore over the KV arena
-  uint64_t weights_mapped = 0;     // size of the model file mapping
-  uint64_t weights_resident = 0;   // this process's resident pages of it (/proc/self/smaps Rss)
+  uint64_t kv_resident = 0;       // mincore over the KV arena
+  uint64_t weights_mapped = 0;    // size of the model file mapping
+  uint64_t weights_resident = 0;  // this process's resident pages of it (/proc/self/smaps Rss)
   uint64_t rss = 0, rss_anon = 0, rss_file = 0;
 };
 

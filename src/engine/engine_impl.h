@@ -76,7 +76,7 @@ struct Engine::Impl {
 
   // Idle release (scheduler thread).
   Clock::time_point last_work = Clock::now();
-  bool idle_released = true;     // nothing to release until some work has run
+  bool idle_released = true;  // nothing to release until some work has run
   bool weights_released = false;
   bool weights_paging_in = false;  // released weights are being touched again by the current step
 

@@ -66,7 +66,8 @@ bool Engine::Impl::MakeRoom(uint64_t need, int except) {
     }
   }
   if (busy + need > budget) return false;
-  std::sort(idle.begin(), idle.end(), [](const Slot* a, const Slot* b) { return a->last_used < b->last_used; });
+  std::sort(idle.begin(), idle.end(),
+            [](const Slot* a, const Slot* b) { return a->last_used < b->last_used; });
   for (Slot* s : idle) {
     if (BudgetUsedExcept(except) + need <= budget) break;
     TrimSlot(*s, 0, "evicted to fit --kv-budget");
@@ -154,8 +155,9 @@ void Engine::Impl::AdmitQueued() {
     s.hidden.clear();
     s.t_start = Clock::now();
     stats.prompt_tokens_cached_total += keep;
-    if (keep > 0) LS_LOG_DEBUG("slot %d: request %llu reuses %d of %d prompt tokens", s.id,
-                               static_cast<unsigned long long>(s.stream->id()), keep, n_prompt);
+    if (keep > 0)
+      LS_LOG_DEBUG("slot %d: request %llu reuses %d of %d prompt tokens", s.id,
+                   static_cast<unsigned long long>(s.stream->id()), keep, n_prompt);
   }
 }
 
@@ -170,8 +172,9 @@ void Engine::Impl::LogFirstCommits() {
   if (weights_paging_in) {
     weights_paging_in = false;
     Result<uint64_t> w = vm::MappingRssBytes(engine->model_->file().data_begin());
-    LS_LOG_INFO("weights reloaded: %.1f MiB resident again after the first step (paged in from the page cache)",
-                w.ok() ? MiB(*w) : 0.0);
+    LS_LOG_INFO(
+        "weights reloaded: %.1f MiB resident again after the first step (paged in from the page cache)",
+        w.ok() ? MiB(*w) : 0.0);
   }
 }
 
@@ -188,7 +191,8 @@ std::optional<Clock::time_point> Engine::Impl::NextIdleDeadline() const {
   std::optional<Clock::time_point> due;
   auto consider = [&](double seconds, bool done) {
     if (seconds <= 0 || done) return;
-    const auto t = last_work + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    const auto t =
+        last_work + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     if (!due || t < *due) due = t;
   };
   consider(cfg.idle_timeout_s, idle_released);
@@ -203,7 +207,8 @@ void Engine::Impl::IdleRelease(Clock::time_point now) {
     idle_released = true;
     const size_t scratch = fwd->scratch_bytes();
     Result<uint64_t> released = kv->ReleaseAll();
-    if (!released.ok()) LS_LOG_WARN("idle release of the KV cache failed: %s", released.status().ToString().c_str());
+    if (!released.ok())
+      LS_LOG_WARN("idle release of the KV cache failed: %s", released.status().ToString().c_str());
     for (Slot& s : slots) {
       s.cache.clear();
       s.commit_logged = false;
@@ -214,9 +219,10 @@ void Engine::Impl::IdleRelease(Clock::time_point now) {
       std::lock_guard<std::mutex> lock(mu);
       ++stats.idle_releases;
     }
-    LS_LOG_INFO("idle for %.1f s: released %.2f MiB of KV%s and %.2f MiB of compute scratch; RSS now %.1f MiB",
-                idle_s, MiB(released.ok() ? *released : 0), kv->config().eager ? " (eager mode keeps its pages)" : "",
-                MiB(scratch), MiB(vm::ReadProcessMemory().rss));
+    LS_LOG_INFO(
+        "idle for %.1f s: released %.2f MiB of KV%s and %.2f MiB of compute scratch; RSS now %.1f MiB",
+        idle_s, MiB(released.ok() ? *released : 0), kv->config().eager ? " (eager mode keeps its pages)" : "",
+        MiB(scratch), MiB(vm::ReadProcessMemory().rss));
   }
   if (cfg.idle_release_weights_s > 0 && !weights_released && idle_s >= cfg.idle_release_weights_s) {
     weights_released = true;
@@ -229,10 +235,11 @@ void Engine::Impl::IdleRelease(Clock::time_point now) {
       std::lock_guard<std::mutex> lock(mu);
       ++stats.weight_releases;
     }
-    LS_LOG_INFO("idle for %.1f s: weights released (%.1f MiB resident -> %.1f MiB; they page back on the next "
-                "request); RSS now %.1f MiB",
-                idle_s, before.ok() ? MiB(*before) : 0.0, after.ok() ? MiB(*after) : 0.0,
-                MiB(vm::ReadProcessMemory().rss));
+    LS_LOG_INFO(
+        "idle for %.1f s: weights released (%.1f MiB resident -> %.1f MiB; they page back on the next "
+        "request); RSS now %.1f MiB",
+        idle_s, before.ok() ? MiB(*before) : 0.0, after.ok() ? MiB(*after) : 0.0,
+        MiB(vm::ReadProcessMemory().rss));
   }
 }
 

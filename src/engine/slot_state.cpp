@@ -15,10 +15,11 @@ Status CheckFilename(const std::string& name) {
   if (name.size() > 200) return InvalidArgument("filename: longer than 200 characters");
   if (name[0] == '.') return InvalidArgument("filename: must not start with '.'");
   for (char ch : name) {
-    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-                    ch == '_' || ch == '-';
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                    ch == '.' || ch == '_' || ch == '-';
     if (!ok) {
-      return InvalidArgument("filename: '" + name + "' may hold only letters, digits, '.', '_' and '-' (no paths)");
+      return InvalidArgument("filename: '" + name +
+                             "' may hold only letters, digits, '.', '_' and '-' (no paths)");
     }
   }
   return Status::Ok();
@@ -86,7 +87,8 @@ void Engine::Impl::RunSlotTasks() {
 Result<SlotFileResult> Engine::Impl::RunSlotTask(SlotTask& task) {
   Slot& s = slots[task.id];
   if (s.busy()) {
-    return Unavailable("slot " + std::to_string(task.id) + " is processing a request; try again when it is idle");
+    return Unavailable("slot " + std::to_string(task.id) +
+                       " is processing a request; try again when it is idle");
   }
   const Clock::time_point t0 = Clock::now();
   SlotFileResult r;
@@ -97,7 +99,8 @@ Result<SlotFileResult> Engine::Impl::RunSlotTask(SlotTask& task) {
     case SlotTask::kSave: {
       LS_ASSIGN_OR_RETURN(r.n_bytes, SaveSlotState(*kv, s.id, s.cache, model_id, path));
       r.n_tokens = static_cast<int32_t>(s.cache.size());
-      LS_LOG_INFO("slot %d: saved %d tokens to %s (%.2f MiB)", s.id, r.n_tokens, path.c_str(), MiB(r.n_bytes));
+      LS_LOG_INFO("slot %d: saved %d tokens to %s (%.2f MiB)", s.id, r.n_tokens, path.c_str(),
+                  MiB(r.n_bytes));
       break;
     }
     case SlotTask::kRestore: {
@@ -105,16 +108,19 @@ Result<SlotFileResult> Engine::Impl::RunSlotTask(SlotTask& task) {
       const uint64_t budget = engine->config_.kv_budget;
       if (budget > 0) {
         // The slot's own cells are replaced, so only the others count against the budget.
-        const uint64_t need = kv->BytesForCells(static_cast<int32_t>(std::min<uint64_t>(n, kv->config().n_ctx_slot)));
+        const uint64_t need =
+            kv->BytesForCells(static_cast<int32_t>(std::min<uint64_t>(n, kv->config().n_ctx_slot)));
         if (BudgetUsedExcept(s.id) + need > budget && !MakeRoom(need, s.id)) {
-          return ResourceExhausted("restoring " + std::to_string(n) + " tokens needs " + std::to_string(need) +
-                                   " bytes of KV, but only " + std::to_string(budget - BudgetUsedExcept(s.id)) +
-                                   " of --kv-budget " + std::to_string(budget) + " are free now");
+          return ResourceExhausted("restoring " + std::to_string(n) + " tokens needs " +
+                                   std::to_string(need) + " bytes of KV, but only " +
+                                   std::to_string(budget - BudgetUsedExcept(s.id)) + " of --kv-budget " +
+                                   std::to_string(budget) + " are free now");
         }
       }
       Result<SlotStateInfo> info = RestoreSlotState(*kv, s.id, model_id, path);
       if (!info.ok()) {
-        // A file refused on its header leaves the slot as it was; one that failed while reading leaves it empty.
+        // A file refused on its header leaves the slot as it was; one that failed while reading leaves it
+        // empty.
         if (kv->n_cells(s.id) == 0) TrimSlot(s, 0, "restore failed");
         return info.status();
       }

@@ -26,17 +26,20 @@ Result<std::unique_ptr<KvCache>> KvCache::Create(const KvConfig& c) {
   }
   for (TensorType t : {c.type_k, c.type_v}) {
     if (t != TensorType::kF16 && t != TensorType::kQ8_0 && t != TensorType::kF32) {
-      return Unimplemented(std::string("kv cache: type ") + TypeName(t) + " is not supported (f16, q8_0 or f32)");
+      return Unimplemented(std::string("kv cache: type ") + TypeName(t) +
+                           " is not supported (f16, q8_0 or f32)");
     }
     const int64_t block = Traits(t).block_size;
     if (c.n_embd_k % block != 0 || c.n_embd_v % block != 0) {
       return InvalidArgument(std::string("kv cache: row width ") + std::to_string(c.n_embd_k) +
-                             " is not a multiple of the " + TypeName(t) + " block size " + std::to_string(block));
+                             " is not a multiple of the " + TypeName(t) + " block size " +
+                             std::to_string(block));
     }
     if (c.head_dim > 0 && c.head_dim % block != 0) {
       return InvalidArgument(std::string("kv cache: type ") + TypeName(t) + " stores blocks of " +
                              std::to_string(block) + " values, but this model's head_dim is " +
-                             std::to_string(c.head_dim) + " (each head's slice must be whole blocks); use f16 or f32");
+                             std::to_string(c.head_dim) +
+                             " (each head's slice must be whole blocks); use f16 or f32");
     }
   }
   std::unique_ptr<KvCache> kv(new KvCache());

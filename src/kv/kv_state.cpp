@@ -80,10 +80,11 @@ class Fd {
 
 }  // namespace
 
-Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<int32_t>& tokens, uint64_t model_id,
-                               const std::string& path) {
+Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<int32_t>& tokens,
+                               uint64_t model_id, const std::string& path) {
   const KvConfig& c = kv.config();
-  if (slot < 0 || slot >= c.n_slot) return InvalidArgument("slot " + std::to_string(slot) + " does not exist");
+  if (slot < 0 || slot >= c.n_slot)
+    return InvalidArgument("slot " + std::to_string(slot) + " does not exist");
   if (static_cast<int64_t>(tokens.size()) != kv.n_cells(slot)) {
     return Internal("slot " + std::to_string(slot) + " holds " + std::to_string(kv.n_cells(slot)) +
                     " cells but " + std::to_string(tokens.size()) + " tokens were given");
@@ -104,7 +105,8 @@ Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<in
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (fd.get() < 0) return IoError("cannot create " + tmp + ": " + Errno());
-  bool ok = WriteAll(fd.get(), &h, sizeof h) && WriteAll(fd.get(), tokens.data(), tokens.size() * sizeof(int32_t));
+  bool ok =
+      WriteAll(fd.get(), &h, sizeof h) && WriteAll(fd.get(), tokens.data(), tokens.size() * sizeof(int32_t));
   // Rows of a (layer, K|V, slot) run are contiguous: one write per run.
   for (int il = 0; ok && il < c.n_layer; ++il) {
     ok = WriteAll(fd.get(), kv.KRow(il, slot, 0), tokens.size() * kv.k_row_bytes()) &&
@@ -128,7 +130,8 @@ Result<uint32_t> SlotStateTokens(const std::string& path) {
     return IoError("cannot open " + path + ": " + Errno());
   }
   Header h{};
-  if (!ReadAll(fd.get(), &h, sizeof h)) return InvalidArgument("slot file " + path + ": too short for a header");
+  if (!ReadAll(fd.get(), &h, sizeof h))
+    return InvalidArgument("slot file " + path + ": too short for a header");
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) {
     return InvalidArgument("slot file " + path + ": not a lazyslot slot file (bad magic)");
   }
@@ -137,7 +140,8 @@ Result<uint32_t> SlotStateTokens(const std::string& path) {
 
 Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id, const std::string& path) {
   const KvConfig& c = kv.config();
-  if (slot < 0 || slot >= c.n_slot) return InvalidArgument("slot " + std::to_string(slot) + " does not exist");
+  if (slot < 0 || slot >= c.n_slot)
+    return InvalidArgument("slot " + std::to_string(slot) + " does not exist");
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT) return NotFound("slot file " + path + " does not exist");
@@ -152,7 +156,8 @@ Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id,
     return InvalidArgument(what + "too short for a header (" + std::to_string(size) + " bytes, need " +
                            std::to_string(sizeof h) + ")");
   }
-  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return InvalidArgument(what + "not a lazyslot slot file (bad magic)");
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
+    return InvalidArgument(what + "not a lazyslot slot file (bad magic)");
   if (h.version != kVersion) {
     return InvalidArgument(what + "version " + std::to_string(h.version) + ", this build reads version " +
                            std::to_string(kVersion));
@@ -163,16 +168,17 @@ Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id,
     return std::string(tr ? tr->name : "unknown");
   };
   if (h.type_k != static_cast<uint32_t>(c.type_k) || h.type_v != static_cast<uint32_t>(c.type_v)) {
-    return InvalidArgument(what + "saved with cache types K " + type_name(h.type_k) + " / V " + type_name(h.type_v) +
-                           ", this server uses K " + TypeName(c.type_k) + " / V " + TypeName(c.type_v));
+    return InvalidArgument(what + "saved with cache types K " + type_name(h.type_k) + " / V " +
+                           type_name(h.type_v) + ", this server uses K " + TypeName(c.type_k) + " / V " +
+                           TypeName(c.type_v));
   }
   if (h.n_layer != static_cast<uint32_t>(c.n_layer) || h.n_embd_k != static_cast<uint64_t>(c.n_embd_k) ||
       h.n_embd_v != static_cast<uint64_t>(c.n_embd_v) || h.k_row_bytes != kv.k_row_bytes() ||
       h.v_row_bytes != kv.v_row_bytes()) {
-    return InvalidArgument(what + "shape " + std::to_string(h.n_layer) + " layers x " + std::to_string(h.n_embd_k) +
-                           "/" + std::to_string(h.n_embd_v) + " does not match the cache's " +
-                           std::to_string(c.n_layer) + " x " + std::to_string(c.n_embd_k) + "/" +
-                           std::to_string(c.n_embd_v));
+    return InvalidArgument(what + "shape " + std::to_string(h.n_layer) + " layers x " +
+                           std::to_string(h.n_embd_k) + "/" + std::to_string(h.n_embd_v) +
+                           " does not match the cache's " + std::to_string(c.n_layer) + " x " +
+                           std::to_string(c.n_embd_k) + "/" + std::to_string(c.n_embd_v));
   }
   if (h.n_tokens > static_cast<uint32_t>(c.n_ctx_slot)) {
     return InvalidArgument(what + "holds " + std::to_string(h.n_tokens) + " tokens, but a slot holds " +
@@ -180,8 +186,9 @@ Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id,
   }
   const uint64_t expect = ExpectedSize(h);
   if (size != expect) {
-    return InvalidArgument(what + std::to_string(size) + " bytes, but its header (" + std::to_string(h.n_tokens) +
-                           " tokens) implies " + std::to_string(expect) + (size < expect ? " (truncated)" : ""));
+    return InvalidArgument(what + std::to_string(size) + " bytes, but its header (" +
+                           std::to_string(h.n_tokens) + " tokens) implies " + std::to_string(expect) +
+                           (size < expect ? " (truncated)" : ""));
   }
   SlotStateInfo info;
   info.model_id = h.model_id;

@@ -1,7 +1,8 @@
 // Slot state files: one slot's token ids and the K/V rows of its used cells, so a conversation's cache can
 // be saved and restored (llama-server's /slots/{id}?action=save|restore). Little-endian layout:
-//   header  "LZSLOTKV" magic[8], u32 version, u32 type_k, u32 type_v, u32 n_layer, u64 n_embd_k, u64 n_embd_v,
-//           u64 k_row_bytes, u64 v_row_bytes, u64 model_id, u32 n_tokens, u32 reserved (0)
+//   header  "LZSLOTKV" magic[8], u32 version, u32 type_k, u32 type_v, u32 n_layer,
+//           u64 n_embd_k, u64 n_embd_v, u64 k_row_bytes, u64 v_row_bytes, u64 model_id,
+//           u32 n_tokens, u32 reserved (0)
 //   tokens  i32[n_tokens]
 //   rows    for each layer: K rows [n_tokens][k_row_bytes], then V rows [n_tokens][v_row_bytes]
 // The file size must be exactly what the header implies, which catches truncation.
@@ -24,16 +25,16 @@ struct SlotStateInfo {
 
 // Writes cells [0, tokens.size()) of `slot` with their tokens to `path` atomically (a temporary file in
 // the same directory, fsync, then rename). tokens.size() must equal kv.n_cells(slot).
-Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<int32_t>& tokens, uint64_t model_id,
-                               const std::string& path);
+Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<int32_t>& tokens,
+                               uint64_t model_id, const std::string& path);
 
 // The number of tokens a slot file holds (its header only; full validation happens on restore).
 Result<uint32_t> SlotStateTokens(const std::string& path);
 
 // Validates `path` against the cache (types, widths, layers, model, size) and reads its rows into `slot`,
 // whose previous cells are released first; only the pages the file's cells need are committed. A file
-// refused on its header or size leaves the slot untouched; a read that fails midway leaves it empty. Errors: kNotFound, kInvalidArgument (foreign, truncated or too long for the
-// slot, with what differs), kIo.
+// refused on its header or size leaves the slot untouched; a read that fails midway leaves it empty. Errors:
+// kNotFound, kInvalidArgument (foreign, truncated or too long for the slot, with what differs), kIo.
 Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id, const std::string& path);
 
 }  // namespace lazyslot

@@ -1,17 +1,17 @@
 // KV cache types and slot files at the level of logits: a q8_0 (or f32) cache stays within the reference
 // tolerances of ../shared/reference, and a slot restored from a file gives the same logits, bit for bit,
 // as the slot it was saved from.
+#include "kv/kv_state.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "kv/kv_cache.h"
-#include "kv/kv_state.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "test_util.h"
@@ -37,7 +37,8 @@ std::unique_ptr<KvCache> MakeCache(const Model& m, int n_slot, int32_t n_ctx, Te
 // Runs `tokens` in `slot` from position `from` (one batch); returns the logits of every token.
 std::vector<float> RunTokens(Forward& fwd, int slot, int32_t from, const std::vector<int32_t>& tokens) {
   Batch b;
-  for (size_t i = 0; i < tokens.size(); ++i) b.Add(tokens[i], from + static_cast<int32_t>(i), slot, Batch::kLogits);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    b.Add(tokens[i], from + static_cast<int32_t>(i), slot, Batch::kLogits);
   ForwardOutput out;
   Status st = fwd.Run(b, &out);
   EXPECT_TRUE(st.ok()) << st.ToString();
@@ -75,12 +76,13 @@ TEST_P(CacheTypeTest, LogitsStayWithinTheReferenceTolerance) {
       const auto want = rows[r].get<std::vector<float>>();
       const auto [mn, mx] = std::minmax_element(want.begin(), want.end());
       double err = 0;
-      for (int32_t v = 0; v < n_vocab; ++v) err = std::max(err, std::abs(double(ours[r * n_vocab + v]) - want[v]));
+      for (int32_t v = 0; v < n_vocab; ++v)
+        err = std::max(err, std::abs(double(ours[r * n_vocab + v]) - want[v]));
       worst = std::max(worst, err / (*mx - *mn));
     }
     EXPECT_LE(worst, c.tol) << c.model << " " << key << " with a " << TypeName(c.cache) << " cache";
-    std::printf("[ kv type ] %-18s %-5s %-4s cache: worst error %.3g of range (tolerance %.0e)\n", c.model, key,
-                TypeName(c.cache), worst, c.tol);
+    std::printf("[ kv type ] %-18s %-5s %-4s cache: worst error %.3g of range (tolerance %.0e)\n", c.model,
+                key, TypeName(c.cache), worst, c.tol);
   }
 }
 
@@ -137,13 +139,15 @@ TEST(SlotStateTest, RestoredSlotGivesBitIdenticalLogits) {
     ASSERT_TRUE(c);
     auto wrong_type = RestoreSlotState(*c, 0, 1234, path);
     ASSERT_FALSE(wrong_type.ok());
-    EXPECT_NE(wrong_type.status().message().find("cache types"), std::string::npos) << wrong_type.status().message();
+    EXPECT_NE(wrong_type.status().message().find("cache types"), std::string::npos)
+        << wrong_type.status().message();
     // A file longer than the slot is refused with both numbers.
     auto small = MakeCache(**m, 1, 50, type, type);
     ASSERT_TRUE(small);
     auto too_long = RestoreSlotState(*small, 0, 1234, path);
     ASSERT_FALSE(too_long.ok());
-    EXPECT_NE(too_long.status().message().find("77 tokens"), std::string::npos) << too_long.status().message();
+    EXPECT_NE(too_long.status().message().find("77 tokens"), std::string::npos)
+        << too_long.status().message();
   }
   std::filesystem::remove(path);
 }

@@ -1,6 +1,8 @@
 // KV cache memory tests: they assert pages, not time. Committed bytes from the cache's own tracking are
 // checked against the kernel (mincore on the arena) after creation, after n tokens, after trims and
 // releases, and in eager mode.
+#include "kv/kv_cache.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "core/vm.h"
-#include "kv/kv_cache.h"
 #include "quant/quant.h"
 
 namespace lazyslot {
@@ -34,7 +35,8 @@ std::unique_ptr<KvCache> Make(const KvConfig& c) {
 // A deterministic K or V row for (layer, kv, slot, cell).
 std::vector<float> RowValues(int il, int kv, int slot, int32_t cell, int64_t n) {
   std::vector<float> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = std::sin(0.01f * (i + 1) * (cell + 1) + il * 0.3f + kv * 0.7f + slot);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = std::sin(0.01f * (i + 1) * (cell + 1) + il * 0.3f + kv * 0.7f + slot);
   return v;
 }
 
