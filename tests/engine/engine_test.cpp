@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
+#include "drain.h"
 #include "test_util.h"
 
 namespace lazyslot {
@@ -15,32 +16,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Collected {
-  std::string text;
-  std::vector<TokenId> tokens;
-  Event done;
-  bool error = false;
-};
-
-Collected Drain(RequestStream& s) {
-  Collected c;
-  for (;;) {
-    Event ev;
-    if (!s.Pop(&ev, 60s)) {
-      ADD_FAILURE() << "no event within 60 s";
-      c.error = true;
-      return c;
-    }
-    if (ev.type == Event::kToken) {
-      c.text += ev.text;
-      if (ev.token >= 0) c.tokens.push_back(ev.token);
-    } else {
-      c.error = ev.type == Event::kError;
-      c.done = std::move(ev);
-      return c;
-    }
-  }
-}
+using testing::Collected;
+using testing::Drain;
 
 std::unique_ptr<Engine> MakeEngine(const std::string& model, int n_parallel, int32_t n_ctx, int max_queue = 64) {
   EngineConfig cfg;

@@ -12,6 +12,7 @@
 #include "core/vm.h"
 #include "engine/engine.h"
 #include "kv/kv_cache.h"
+#include "drain.h"
 #include "test_util.h"
 
 namespace lazyslot {
@@ -19,30 +20,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Collected {
-  std::vector<TokenId> tokens;
-  Event done;
-  bool error = false;
-};
-
-Collected Drain(RequestStream& s) {
-  Collected c;
-  for (;;) {
-    Event ev;
-    if (!s.Pop(&ev, 60s)) {
-      ADD_FAILURE() << "no event within 60 s";
-      c.error = true;
-      return c;
-    }
-    if (ev.type == Event::kToken) {
-      if (ev.token >= 0) c.tokens.push_back(ev.token);
-    } else {
-      c.error = ev.type == Event::kError;
-      c.done = std::move(ev);
-      return c;
-    }
-  }
-}
+using testing::Collected;
+using testing::Drain;
 
 EngineConfig Config(const std::string& model, int n_parallel, int32_t n_ctx) {
   EngineConfig cfg;
@@ -72,7 +51,11 @@ GenerationRequest Greedy(std::vector<TokenId> prompt, int32_t n, bool cache_prom
 Collected RunOne(Engine& e, GenerationRequest r) {
   auto s = e.Submit(std::move(r));
   EXPECT_TRUE(s.ok()) << s.status().ToString();
-  if (!s.ok()) return Collected{{}, {}, true};
+  if (!s.ok()) {
+    Collected failed;
+    failed.error = true;
+    return failed;
+  }
   return Drain(**s);
 }
 
