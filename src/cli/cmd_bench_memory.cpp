@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -41,6 +42,7 @@ struct BenchOptions {
   int threads = 2;
   int prompt_tokens = 1000;
   int n_predict = 64;
+  int speed_reps = 5;  // interleaved requests per mode for the TTFT and tokens/s medians (0: first request)
   double idle_timeout = 3;
   double idle_weights = 6;
   int port = 18480;
@@ -69,6 +71,7 @@ struct ModeResult {
   double ttft_reload_ms = 0;
   bool reload_same = false;
   int32_t cache_n_first = -1;
+  int speed_n = 0;  // requests behind the TTFT and tokens/s medians (0: the first request alone)
 };
 
 double MiB(uint64_t b) { return b / 1048576.0; }
@@ -198,6 +201,11 @@ Sample Now(const Child& child, httplib::Client& cli) {
 }
 
 // Random ordinary tokens (the upper part of the vocabulary holds the special tokens, so it is left out).
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
 std::vector<int> RandomPrompt(int n, uint32_t seed, int n_vocab) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> d(std::min(1000, n_vocab / 4), n_vocab * 2 / 3);
@@ -220,9 +228,9 @@ Result<json> Complete(int port, const std::vector<int>& prompt, int n_predict) {
 
 void Sleep(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
-Result<ModeResult> RunMode(const BenchOptions& o, const std::string& mode, int port) {
-  ModeResult m;
-  m.mode = mode;
+// Starts `lazyslot serve` in `mode` (lazy or eager) on `port`, waits until it is ready, returns n_vocab.
+Result<int> StartServer(const BenchOptions& o, const std::string& mode, int port, const std::string& log,
+                        Child& child) {
   std::vector<std::string> args = {"lazyslot",
                                    "serve",
                                    "-m",
@@ -246,8 +254,6 @@ Result<ModeResult> RunMode(const BenchOptions& o, const std::string& mode, int p
     }
   }
   if (mode == "eager") args.push_back("--kv-eager");
-  const std::string log = (std::filesystem::path(o.out_dir) / ("bench_memory_" + mode + ".log")).string();
-  Child child;
   LS_RETURN_IF_ERROR(child.Start(args, log));
   httplib::Client cli("127.0.0.1", port);
   cli.set_read_timeout(10, 0);
@@ -264,6 +270,17 @@ Result<ModeResult> RunMode(const BenchOptions& o, const std::string& mode, int p
     n_vocab = json::parse(r->body)["data"][0]["meta"].value("n_vocab", 0);
   }
   if (n_vocab < 16) return Internal("cannot read n_vocab from /v1/models; see " + log);
+  return n_vocab;
+}
+
+Result<ModeResult> RunMode(const BenchOptions& o, const std::string& mode, int port) {
+  ModeResult m;
+  m.mode = mode;
+  const std::string log = (std::filesystem::path(o.out_dir) / ("bench_memory_" + mode + ".log")).string();
+  Child child;
+  LS_ASSIGN_OR_RETURN(const int n_vocab, StartServer(o, mode, port, log, child));
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(10, 0);
   Sampler sampler(child, port);
   Sleep(0.5);
   auto mark = [&](const std::string& what) { m.marks.push_back({child.Seconds(), what}); };
@@ -356,7 +373,7 @@ std::string Table(const std::vector<ModeResult>& results) {
     for (const ModeResult& r : results) t += " " + fn(r) + " | |";
     t += "\n";
   };
-  row("time to first token, first request (ms)", [](const ModeResult& r) {
+  row("time to first token (ms)", [](const ModeResult& r) {
     char b[32];
     std::snprintf(b, sizeof b, "%.0f", r.ttft_ms);
     return std::string(b);
@@ -373,6 +390,12 @@ std::string Table(const std::vector<ModeResult>& results) {
   });
   row("same answer after the release",
       [](const ModeResult& r) { return std::string(r.reload_same ? "yes" : "NO"); });
+  if (results[0].speed_n > 0) {
+    t += "\nTime to first token and generation: medians of " + std::to_string(results[0].speed_n) +
+         " requests per mode with fresh prompts, sent in turn to both modes' servers running side by side.\n";
+  } else {
+    t += "\nTime to first token and generation: the first request of each mode.\n";
+  }
   return t;
 }
 
@@ -460,12 +483,51 @@ Result<std::vector<ModeResult>> LoadResults(const std::string& path) {
     if (m.contains("marks")) r.marks = m["marks"].get<std::vector<std::pair<double, std::string>>>();
     r.ttft_ms = m["ttft_ms"];
     r.gen_tps = m["gen_tokens_per_s"];
+    r.speed_n = m.value("speed_requests", 0);
     r.ttft_reload_ms = m["ttft_after_reload_ms"];
     r.reload_same = m["same_after_reload"];
     out.push_back(std::move(r));
   }
   if (out.empty()) return InvalidArgument(path + ": no lazy or eager results");
   return out;
+}
+
+// Speed, both modes at once: one server per mode, up side by side, and the same fresh prompts sent to each
+// in turn (lazy first in even rounds, eager first in odd ones), so both see the same machine load. Every
+// prompt is new, so in lazy mode each request lands in a slot that is trimmed first and commits its KV pages
+// anew. TTFT and tokens/s per mode are the medians of its requests.
+Status RunSpeed(const BenchOptions& o, int port, std::vector<ModeResult>& results) {
+  std::vector<ModeResult*> modes;
+  for (ModeResult& r : results) modes.push_back(&r);
+  std::vector<std::unique_ptr<Child>> children;
+  std::vector<int> ports;
+  int n_vocab = 0;
+  for (ModeResult* r : modes) {
+    children.push_back(std::make_unique<Child>());
+    ports.push_back(port++);
+    const std::string log =
+        (std::filesystem::path(o.out_dir) / ("bench_memory_speed_" + r->mode + ".log")).string();
+    LS_ASSIGN_OR_RETURN(n_vocab, StartServer(o, r->mode, ports.back(), log, *children.back()));
+  }
+  std::vector<std::vector<double>> ttft(modes.size()), tps(modes.size());
+  for (int round = 0; round < o.speed_reps; ++round) {
+    const std::vector<int> prompt = RandomPrompt(o.prompt_tokens, 1000 + round, n_vocab);
+    for (size_t k = 0; k < modes.size(); ++k) {
+      const size_t i = round % 2 ? modes.size() - 1 - k : k;
+      LS_ASSIGN_OR_RETURN(json r, Complete(ports[i], prompt, o.n_predict));
+      ttft[i].push_back(r["timings"]["prompt_ms"].get<double>());
+      tps[i].push_back(r["timings"]["predicted_per_second"].get<double>());
+    }
+  }
+  for (size_t i = 0; i < modes.size(); ++i) {
+    modes[i]->ttft_ms = Median(ttft[i]);
+    modes[i]->gen_tps = Median(tps[i]);
+    modes[i]->speed_n = static_cast<int>(ttft[i].size());
+    std::fprintf(stderr, "[%s] speed: %zu interleaved requests, median TTFT %.0f ms, median %.2f tokens/s\n",
+                 modes[i]->mode.c_str(), ttft[i].size(), modes[i]->ttft_ms, modes[i]->gen_tps);
+    children[i]->Stop();
+  }
+  return Status::Ok();
 }
 
 Status RunBench(const BenchOptions& o) {
@@ -491,6 +553,7 @@ Status RunBench(const BenchOptions& o) {
     results.push_back(std::move(r));
   }
   if (results.empty()) return InvalidArgument("--modes: nothing to run");
+  if (o.replot.empty() && o.speed_reps > 0) LS_RETURN_IF_ERROR(RunSpeed(o, port, results));
   const std::string table = Table(results);
   std::printf("%s", table.c_str());
   // The targets, checked where both modes ran.
@@ -553,6 +616,7 @@ Status RunBench(const BenchOptions& o) {
     out[r.mode] = {{"phases", phases},
                    {"ttft_ms", r.ttft_ms},
                    {"gen_tokens_per_s", r.gen_tps},
+                   {"speed_requests", r.speed_n},
                    {"ttft_after_reload_ms", r.ttft_reload_ms},
                    {"same_after_reload", r.reload_same},
                    {"series_t_rss_kv", series},
@@ -582,6 +646,8 @@ void AddBenchMemoryCommand(CLI::App& root, int* exit_code) {
   sub->add_option("--prompt-tokens", o->prompt_tokens, "Prompt length of each request")
       ->capture_default_str();
   sub->add_option("-n,--n-predict", o->n_predict, "Tokens generated per request")->capture_default_str();
+  sub->add_option("--speed-reps", o->speed_reps, "Requests per mode for TTFT and tokens/s, both servers up, sent in turn")
+      ->capture_default_str();
   sub->add_option("--idle-timeout", o->idle_timeout, "Server's --idle-timeout (s)")->capture_default_str();
   sub->add_option("--idle-release-weights", o->idle_weights, "Server's --idle-release-weights (s)")
       ->capture_default_str();

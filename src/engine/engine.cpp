@@ -227,7 +227,7 @@ void Engine::Impl::PublishSlotInfo() {
   std::lock_guard<std::mutex> lock(mu);
   stats.slots = std::move(info);
   stats.kv_committed_bytes = committed;
-  stats.kv_peak_committed_bytes = std::max(stats.kv_peak_committed_bytes, committed);
+  stats.kv_peak_committed_bytes = kv->peak_committed_bytes();
   stats.kv_budget_used_bytes = budget_used;
   stats.scratch_bytes = scratch;
   stats.weights_released = weights_released;

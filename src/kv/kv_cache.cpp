@@ -61,6 +61,7 @@ Result<std::unique_ptr<KvCache>> KvCache::Create(const KvConfig& c) {
     // Eager mode only: commit and zero every page now, as llama.cpp does at start-up.
     std::memset(kv->base_, 0, kv->reserved_);
     for (auto& s : kv->slots_) s.high_water = c.n_ctx_slot;
+    kv->peak_committed_ = kv->committed_bytes();
   }
   return kv;
 }
@@ -79,6 +80,7 @@ void KvCache::SetCells(int slot, int32_t n) {
   SlotCells& s = slots_[slot];
   s.n_cells = n;
   s.high_water = std::max(s.high_water, n);
+  peak_committed_ = std::max(peak_committed_, committed_bytes());
 }
 
 uint64_t KvCache::BytesForCells(int32_t cells) const {

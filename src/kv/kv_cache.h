@@ -71,6 +71,8 @@ class KvCache {
   uint64_t reserved_bytes_v() const;
   uint64_t committed_bytes() const;
   uint64_t committed_bytes(int slot) const;
+  // Most bytes committed at once since creation (checked at every SetCells: the --kv-budget proof).
+  uint64_t peak_committed_bytes() const { return peak_committed_; }
   // Bytes one slot commits when it holds `cells` cells (all layers, K and V, whole pages). The budget
   // admission reserves with this, so it is the same page math as the tracking above.
   uint64_t BytesForCells(int32_t cells) const;
@@ -96,6 +98,7 @@ class KvCache {
   size_t k_run_stride_ = 0, v_run_stride_ = 0;  // page-aligned bytes per (layer, slot) run
   uint8_t* base_ = nullptr;
   uint64_t reserved_ = 0;
+  uint64_t peak_committed_ = 0;
   std::vector<SlotCells> slots_;
 };
 

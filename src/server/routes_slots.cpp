@@ -11,10 +11,22 @@ void SendJson(httplib::Response& res, const nlohmann::json& j) {
   res.set_content(Dump(j), "application/json; charset=utf-8");
 }
 
+// The array llama-server returns, plus a `memory` object per slot: the slot's own KV figures (reserved address
+// space, committed bytes from the cache's tracking, cells in use) and process-wide ones (the same in every entry,
+// so that the reply stays an array as llama-server clients expect).
 void ListSlots(ServerState& st, httplib::Response& res) {
   const EngineStats stats = st.engine->Stats();
+  const MemoryReport mem = st.engine->Memory();
+  const uint64_t slot_reserved = stats.slots.empty() ? 0 : stats.kv_reserved_bytes / stats.slots.size();
   nlohmann::json slots = nlohmann::json::array();
   for (const SlotInfo& s : stats.slots) {
+    const nlohmann::json memory = {{"kv_reserved_bytes", slot_reserved},
+                                   {"kv_committed_bytes", s.committed_bytes},
+                                   {"n_cells", s.n_tokens},
+                                   {"kv_committed_total_bytes", mem.kv_committed},
+                                   {"kv_resident_total_bytes", mem.kv_resident},
+                                   {"process_rss_bytes", mem.rss},
+                                   {"weights_resident_bytes", mem.weights_resident}};
     slots.push_back({{"id", s.id},
                      {"id_task", s.request_id},
                      {"state", s.busy ? "processing" : "idle"},
@@ -23,7 +35,8 @@ void ListSlots(ServerState& st, httplib::Response& res) {
                      {"n_ctx", s.n_ctx},
                      {"n_cached", s.n_cached},
                      {"committed_bytes", s.committed_bytes},
-                     {"budget_bytes", s.budget_bytes}});
+                     {"budget_bytes", s.budget_bytes},
+                     {"memory", memory}});
   }
   SendJson(res, slots);
 }
