@@ -36,19 +36,21 @@ struct ServeFlags {
   bool jinja = false;    // accepted for llama-server compatibility: templates are always Jinja here
   bool metrics = false;  // accepted for compatibility: /metrics is always on
   std::string kv_budget;
+  std::string max_body_size;
   std::string flash_attn;
   std::string cache_type_k, cache_type_v;
   bool no_warmup = false;
 };
 
 // "0", "4096", "512M", "1.5G", "2GiB" -> bytes (K/M/G/T are binary multiples, as memory is counted).
-Result<uint64_t> ParseSize(const std::string& text) {
+// `flag` names the option in errors.
+Result<uint64_t> ParseSize(const std::string& flag, const std::string& text) {
   size_t used = 0;
   double v = 0;
   try {
     v = std::stod(text, &used);
   } catch (const std::exception&) {
-    return InvalidArgument("--kv-budget: expected a size such as 512M or 2G, got '" + text + "'");
+    return InvalidArgument(flag + ": expected a size such as 512M or 2G, got '" + text + "'");
   }
   std::string unit = text.substr(used);
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -63,9 +65,9 @@ Result<uint64_t> ParseSize(const std::string& text) {
   } else if (unit == "T") {
     mult = 1024.0 * 1024 * 1024 * 1024;
   } else if (!unit.empty() && unit != "B") {
-    return InvalidArgument("--kv-budget: unknown unit '" + text.substr(used) + "' (use K, M, G or T)");
+    return InvalidArgument(flag + ": unknown unit '" + text.substr(used) + "' (use K, M, G or T)");
   }
-  if (!(v >= 0) || v * mult > 1.8e19) return InvalidArgument("--kv-budget: out of range: '" + text + "'");
+  if (!(v >= 0) || v * mult > 1.8e19) return InvalidArgument(flag + ": out of range: '" + text + "'");
   return static_cast<uint64_t>(v * mult);
 }
 
@@ -182,7 +184,11 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
   LS_RETURN_IF_ERROR(ReadLlamaStyleExtras(extras, f));
   server::ServerOptions& o = f->opts;
   if (!f->kv_budget.empty()) {
-    LS_ASSIGN_OR_RETURN(o.engine.kv_budget, ParseSize(f->kv_budget));
+    LS_ASSIGN_OR_RETURN(o.engine.kv_budget, ParseSize("--kv-budget", f->kv_budget));
+  }
+  if (!f->max_body_size.empty()) {
+    LS_ASSIGN_OR_RETURN(o.max_body_size, ParseSize("--max-body-size", f->max_body_size));
+    if (o.max_body_size == 0) return InvalidArgument("--max-body-size: must be at least 1 byte");
   }
   if (!f->flash_attn.empty()) {
     if (f->flash_attn != "on" && f->flash_attn != "off" && f->flash_attn != "auto") {
@@ -304,6 +310,8 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
   sub->add_flag("--kv-eager", o.engine.kv_eager, "Commit the whole KV cache at start (default: lazily)");
   sub->add_option("--kv-budget", f->kv_budget,
                   "Most KV-cache memory committed over all slots, e.g. 512M or 2G (default 0: no cap)");
+  sub->add_option("--max-body-size", f->max_body_size,
+                  "Largest request body, e.g. 8MiB or 65536 (default 8 MiB); larger ones get 413");
   sub->add_option("--idle-timeout", o.engine.idle_timeout_s,
                   "Seconds without work after which the KV cache and scratch memory are released (0: never)")
       ->capture_default_str();

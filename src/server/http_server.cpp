@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "server/errors.h"
+#include "server/request_body.h"
 #include "server/server_state.h"
 
 namespace lazyslot::server {
@@ -86,15 +87,14 @@ void InstallHooks(ServerState& st) {
   // Called for every response with status >= 400: fill in an OpenAI body where a handler left none
   // (unknown routes, payload too large, ...).
   http.set_error_handler(
-      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+      httplib::Server::HandlerWithResponse([&st](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
+        if (FillTransportError(req, res, st.opts.max_body_size)) return httplib::Server::HandlerResponse::Handled;
         if (res.status == 404) {
           SetError(res, 404, "no route for " + req.method + " " + req.path);
         } else if (res.status == 400) {
           SetError(res, 400,
                    "malformed HTTP request (a POST needs a body with Content-Length or chunked encoding)");
-        } else if (res.status == 413) {
-          SetError(res, 413, "the request body is larger than 64 MiB");
         } else {
           SetError(res, res.status, "HTTP error " + std::to_string(res.status));
         }
@@ -117,7 +117,7 @@ void InstallHooks(ServerState& st) {
     }
     LS_LOG_DEBUG("%s %s -> %d", req.method.c_str(), req.path.c_str(), res.status);
   });
-  http.set_payload_max_length(64u << 20);
+  http.set_payload_max_length(static_cast<size_t>(st.opts.max_body_size));
   // Each waiting or generating request holds a worker thread, plus a few for /health, /slots, /metrics.
   const EngineConfig& cfg = st.opts.engine;
   const size_t threads = st.opts.http_threads > 0

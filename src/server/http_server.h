@@ -22,6 +22,8 @@ struct ServerOptions {
   std::string chat_template_label = "custom";
   std::string model_alias;    // id in /v1/models and responses; empty = the model file's name
   bool pooling_none = false;  // --pooling none: per-token vectors, which /v1/embeddings refuses
+  // Largest request body (--max-body-size); a bigger one is answered 413 without being read.
+  uint64_t max_body_size = uint64_t{8} << 20;
   int http_threads = 0;       // 0: n_parallel + max_queue + 16 (every waiting request holds a thread)
   // Runs after the listener starts and before the engine loads (while /health says 503), e.g. to generate
   // the demo model. May set engine.model_path.

@@ -2,7 +2,9 @@
 // guarded by a type check first, and parse errors are caught here at the library boundary.
 #include "server/openai_params.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace lazyslot::server {
@@ -10,6 +12,30 @@ namespace {
 
 Status FieldError(const std::string& field, const std::string& why) {
   return InvalidArgument(field + ": " + why);
+}
+
+// Byte offset of the bracket that opens level `limit` + 1 of a JSON text, or npos. Brackets inside strings
+// do not count; one linear pass, so it is cheap even for bodies of many megabytes.
+size_t TooDeepAt(const std::string& text, size_t limit) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character cannot end the string
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string::npos;
 }
 
 bool Present(const Json& body, const std::string& field) {
@@ -24,7 +50,8 @@ Result<int64_t> IntegerValue(const Json& v, const std::string& field, int64_t lo
     if (v.is_number_unsigned()) {
       const uint64_t u = v.get<uint64_t>();
       if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return FieldError(field, "must be at most " + std::to_string(hi));
+        return FieldError(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                                     ", got " + std::to_string(u));
       }
       out = static_cast<int64_t>(u);
     } else {
@@ -32,8 +59,12 @@ Result<int64_t> IntegerValue(const Json& v, const std::string& field, int64_t lo
     }
   } else if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9e18) {
+    if (!std::isfinite(d) || d != std::floor(d)) {
       return FieldError(field, "expected an integer, got " + v.dump());
+    }
+    if (std::fabs(d) > 9e18) {
+      return FieldError(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                                   ", got " + v.dump());
     }
     out = static_cast<int64_t>(d);
   } else {
@@ -46,6 +77,13 @@ Result<int64_t> IntegerValue(const Json& v, const std::string& field, int64_t lo
   return out;
 }
 
+// A bound for messages: "0", "2", "-2", "1000000", "0.5" (std::to_string would print "0.000000").
+std::string BoundText(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
 // A finite number within [lo, hi] (absent/null: unchanged).
 Status ReadFloat(const Json& body, const std::string& field, double lo, double hi, float* out) {
   if (!Present(body, field)) return Status::Ok();
@@ -53,8 +91,7 @@ Status ReadFloat(const Json& body, const std::string& field, double lo, double h
   if (!v.is_number()) return FieldError(field, "expected a number, got " + TypeName(v));
   const double d = v.get<double>();
   if (!std::isfinite(d) || d < lo || d > hi) {
-    return FieldError(
-        field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v.dump());
+    return FieldError(field, "must be between " + BoundText(lo) + " and " + BoundText(hi) + ", got " + v.dump());
   }
   *out = static_cast<float>(d);
   return Status::Ok();
@@ -92,11 +129,23 @@ std::string TypeName(const Json& v) {
 
 Result<Json> ParseJsonObject(const std::string& body) {
   if (body.empty()) return InvalidArgument("the request body is empty; expected a JSON object");
+  const size_t deep_at = TooDeepAt(body, kMaxJsonDepth);
+  if (deep_at != std::string::npos) {
+    return InvalidArgument("the request body nests arrays/objects more than " + std::to_string(kMaxJsonDepth) +
+                           " levels deep (at byte " + std::to_string(deep_at) + ")");
+  }
   Json j;
   try {
     j = Json::parse(body);
   } catch (const std::exception& e) {
-    return InvalidArgument(std::string("the request body is not valid JSON: ") + e.what());
+    // nlohmann's text starts with "[json.exception.parse_error.101] "; the rest says where and why (it
+    // names ill-formed UTF-8 and unpaired surrogates, which JSON forbids).
+    std::string what = e.what();
+    if (!what.empty() && what[0] == '[') {
+      const size_t close = what.find("] ");
+      if (close != std::string::npos) what.erase(0, close + 2);
+    }
+    return InvalidArgument("the request body is not valid JSON: " + what);
   }
   if (!j.is_object()) return InvalidArgument("the request body must be a JSON object, got " + TypeName(j));
   return j;
@@ -148,15 +197,24 @@ Result<GenerationParams> ParseGenerationParams(const Json& body) {
 
   if (Present(body, "stop")) {
     const Json& v = body.at("stop");
-    if (v.is_string()) {
-      if (!v.get<std::string>().empty()) p.stop.push_back(v.get<std::string>());
-    } else if (v.is_array()) {
-      for (size_t i = 0; i < v.size(); ++i) {
-        if (!v[i].is_string()) {
-          return FieldError("stop[" + std::to_string(i) + "]", "expected a string, got " + TypeName(v[i]));
-        }
-        if (!v[i].get<std::string>().empty()) p.stop.push_back(v[i].get<std::string>());
+    auto add = [&p](const Json& s, const std::string& name) -> Status {
+      if (!s.is_string()) return FieldError(name, "expected a string, got " + TypeName(s));
+      const std::string& text = s.get_ref<const std::string&>();
+      if (text.size() > kMaxStopBytes) {
+        return FieldError(name, "a stop string may have at most " + std::to_string(kMaxStopBytes) +
+                                    " bytes, got " + std::to_string(text.size()));
       }
+      if (!text.empty()) p.stop.push_back(text);
+      return Status::Ok();
+    };
+    if (v.is_string()) {
+      LS_RETURN_IF_ERROR(add(v, "stop"));
+    } else if (v.is_array()) {
+      if (v.size() > kMaxStopStrings) {
+        return FieldError("stop", "at most " + std::to_string(kMaxStopStrings) + " stop strings, got " +
+                                      std::to_string(v.size()));
+      }
+      for (size_t i = 0; i < v.size(); ++i) LS_RETURN_IF_ERROR(add(v[i], "stop[" + std::to_string(i) + "]"));
     } else {
       return FieldError("stop", "expected a string or a list of strings, got " + TypeName(v));
     }
@@ -200,6 +258,118 @@ Result<GenerationParams> ParseGenerationParams(const Json& body) {
     }
   }
   return p;
+}
+
+namespace {
+
+// Levenshtein distance, for "did you mean" hints on unknown fields (names are short).
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Fields of the generation routes. The last group is metadata OpenAI clients may send that changes
+// nothing here (model: one model is served; user/metadata/store/service_tier: bookkeeping).
+const std::vector<std::string>& GenerationFields() {
+  static const std::vector<std::string> kFields = {
+      "temperature", "top_p", "top_k", "min_p", "max_tokens", "max_completion_tokens", "n_predict", "n", "stop",
+      "stream", "stream_options", "seed", "frequency_penalty", "presence_penalty", "repeat_penalty",
+      "repeat_last_n", "ignore_eos", "cache_prompt", "logprobs", "top_logprobs", "response_format",
+      "logit_bias", "model", "user", "metadata", "store", "service_tier"};
+  return kFields;
+}
+
+std::vector<std::string> KnownFields(RequestKind kind) {
+  std::vector<std::string> f;
+  switch (kind) {
+    case RequestKind::kChat:
+      f = GenerationFields();
+      f.insert(f.end(), {"messages", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs"});
+      break;
+    case RequestKind::kCompletion:
+      f = GenerationFields();
+      f.insert(f.end(), {"prompt", "echo", "suffix", "best_of"});
+      break;
+    case RequestKind::kEmbedding:
+      f = {"input", "content", "encoding_format", "dimensions", "model", "user"};
+      break;
+    case RequestKind::kTokenize:
+      f = {"content", "add_special", "parse_special", "with_pieces", "model"};
+      break;
+    case RequestKind::kDetokenize:
+      f = {"tokens", "model"};
+      break;
+    case RequestKind::kSlotFile:
+      f = {"filename"};
+      break;
+  }
+  return f;
+}
+
+// Known fields whose non-default values this server cannot honour: refused rather than ignored.
+Status CheckUnsupportedValues(const Json& body, RequestKind kind) {
+  if (Present(body, "logit_bias")) {
+    const Json& v = body.at("logit_bias");
+    if (!v.is_object()) return FieldError("logit_bias", "expected an object, got " + TypeName(v));
+    if (!v.empty()) return FieldError("logit_bias", "token biases are not supported by this server");
+  }
+  if (kind == RequestKind::kChat && Present(body, "tool_choice")) {
+    const Json& v = body.at("tool_choice");
+    if (!v.is_string() || (v.get_ref<const std::string&>() != "auto" && v.get_ref<const std::string&>() != "none")) {
+      return FieldError("tool_choice",
+                        "only \"auto\" and \"none\" are supported (tool calls are not enforced), got " + v.dump());
+    }
+  }
+  if (kind == RequestKind::kChat && Present(body, "parallel_tool_calls")) {
+    if (!body.at("parallel_tool_calls").is_boolean()) {
+      return FieldError("parallel_tool_calls", "expected a boolean, got " + TypeName(body.at("parallel_tool_calls")));
+    }
+  }
+  if (kind == RequestKind::kCompletion && Present(body, "best_of")) {
+    LS_ASSIGN_OR_RETURN(int64_t n, IntegerValue(body.at("best_of"), "best_of", 1, 1000));
+    if (n != 1) return FieldError("best_of", "only 1 is supported, got " + std::to_string(n));
+  }
+  if (kind == RequestKind::kEmbedding && Present(body, "dimensions")) {
+    return FieldError("dimensions", "shortened embeddings are not supported; omit it to get the model's full size");
+  }
+  if (Present(body, "model") && !body.at("model").is_string()) {
+    return FieldError("model", "expected a string, got " + TypeName(body.at("model")));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckKnownFields(const Json& body, RequestKind kind) {
+  const std::vector<std::string> known = KnownFields(kind);
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    const std::string& key = it.key();
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::string best;
+    size_t best_d = 3;  // suggest only names within two edits
+    for (const std::string& k : known) {
+      if (key.size() > 40) break;  // no hint for absurd names (and no quadratic work on them)
+      const size_t d = EditDistance(key, k);
+      if (d < best_d) {
+        best_d = d;
+        best = k;
+      }
+    }
+    std::string shown = key.size() > 64 ? key.substr(0, 64) + "..." : key;
+    return FieldError(shown, "unknown field" + (best.empty() ? std::string() : " (did you mean '" + best + "'?)") +
+                                 "; this server refuses fields it does not use");
+  }
+  return CheckUnsupportedValues(body, kind);
 }
 
 Result<std::vector<TokenId>> ParseTokenList(const Json& value, const std::string& field) {
@@ -260,6 +430,14 @@ Result<Json> ParseChatMessages(const Json& body) {
     if (role == m.end() || !role->is_string()) {
       return FieldError(name + ".role",
                         role == m.end() ? "is required" : "expected a string, got " + TypeName(*role));
+    }
+    // OpenAI's roles ("function" is its deprecated predecessor of "tool"); templates would otherwise
+    // render an unknown role as text or fail on it, depending on the model.
+    const std::string& r = role->get_ref<const std::string&>();
+    if (r != "system" && r != "developer" && r != "user" && r != "assistant" && r != "tool" &&
+        r != "function") {
+      return FieldError(name + ".role",
+                        "'" + r + "' is not a role (system, developer, user, assistant, tool or function)");
     }
     Json msg = m;
     auto content = m.find("content");

@@ -15,8 +15,27 @@ namespace lazyslot::server {
 
 using Json = nlohmann::ordered_json;  // keeps the request's key order (templates print tool schemas in it)
 
-// The body must be a JSON object; errors say where parsing stopped.
+// Deepest array/object nesting a request body may have. The parser itself is iterative, but copying,
+// printing and template rendering of a value recurse once per level, so a body of 100,000 '[' would
+// exhaust an HTTP thread's stack; real requests (tool schemas included) stay far below this.
+constexpr size_t kMaxJsonDepth = 128;
+
+// The body must be a JSON object (UTF-8, nested at most kMaxJsonDepth deep); errors say where parsing
+// stopped. Duplicate keys: the last one wins, as in JavaScript's JSON.parse and Python's json.
 Result<Json> ParseJsonObject(const std::string& body);
+
+// `stop` limits: TextOutput compares every stop string against the held-back text at every token (cost
+// grows with count x length^2), and OpenAI itself takes at most 4, so larger lists are refused with a 400.
+constexpr size_t kMaxStopStrings = 32;
+constexpr size_t kMaxStopBytes = 256;
+
+// Which request a body belongs to, for CheckKnownFields.
+enum class RequestKind { kChat, kCompletion, kEmbedding, kTokenize, kDetokenize, kSlotFile };
+
+// Refuses top-level fields the route neither uses nor knows to be harmless metadata (as OpenAI does), so a
+// typo such as "max_token" is a 400 naming the field (with the closest known name) instead of being
+// silently ignored. llama-server's own /completion route is lenient and does not call this.
+Status CheckKnownFields(const Json& body, RequestKind kind);
 
 struct GenerationParams {
   SamplingParams sampling;
@@ -47,8 +66,8 @@ Result<std::vector<PromptInput>> ParsePromptList(const Json& value, const std::s
 // A list of token ids (each an integer in int32 range).
 Result<std::vector<TokenId>> ParseTokenList(const Json& value, const std::string& field);
 
-// Validates chat `messages` (a non-empty list of objects with a string `role`; `content` a string, null or
-// a list of text parts) and returns them with text parts joined into one string per message.
+// Validates chat `messages` (a non-empty list of objects with a `role` among system, developer, user,
+// assistant, tool and function; `content` a string, null or a list of text parts) and returns them with text parts joined into one string per message.
 Result<Json> ParseChatMessages(const Json& body);
 
 // Optional typed fields: absent or null -> `def`; present with the wrong type -> error naming the field.

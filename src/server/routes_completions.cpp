@@ -8,6 +8,7 @@
 #include "server/connection.h"
 #include "server/errors.h"
 #include "server/openai_params.h"
+#include "server/request_body.h"
 #include "server/server_state.h"
 
 namespace lazyslot::server {
@@ -308,8 +309,12 @@ void StreamResponse(std::shared_ptr<Generation> g, httplib::Response& res) {
 }
 
 void HandleGeneration(ServerState& st, Api api, const httplib::Request& req, httplib::Response& res) {
-  Result<Json> body = ParseJsonObject(req.body);
-  if (!body.ok()) return SetStatusError(res, body.status());
+  std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
+  if (!body) return;
+  if (api != Api::kLlama) {  // llama-server's own route keeps its leniency (its clients send many knobs)
+    Status known = CheckKnownFields(*body, api == Api::kChat ? RequestKind::kChat : RequestKind::kCompletion);
+    if (!known.ok()) return SetStatusError(res, known);
+  }
   Result<GenerationParams> params = ParseGenerationParams(*body);
   if (!params.ok()) return SetStatusError(res, params.status());
   if (api == Api::kCompletion) {
@@ -330,6 +335,17 @@ void HandleGeneration(ServerState& st, Api api, const httplib::Request& req, htt
     Result<std::vector<std::vector<TokenId>>> ids = CompletionPrompts(st, *body);
     if (!ids.ok()) return SetStatusError(res, ids.status());
     prompts = std::move(*ids);
+  }
+  // Every prompt of a list is submitted at once: more than the slots and queue places can never be
+  // accepted together, whatever the load, so that is the request's fault (400), not overload (503).
+  const EngineConfig& cfg = st.engine->config();
+  const size_t capacity = static_cast<size_t>(std::max(1, cfg.n_parallel + cfg.max_queue));
+  if (prompts.size() > capacity) {
+    return SetError(res, 400,
+                    "prompt: " + std::to_string(prompts.size()) +
+                        " prompts in one request, but this server takes at most " + std::to_string(capacity) +
+                        " at once (--parallel + --max-queue)",
+                    "prompt");
   }
 
   auto g = std::make_shared<Generation>();

@@ -7,6 +7,7 @@
 #include "server/connection.h"
 #include "server/errors.h"
 #include "server/openai_params.h"
+#include "server/request_body.h"
 #include "server/server_state.h"
 
 namespace lazyslot::server {
@@ -28,8 +29,11 @@ void HandleEmbeddings(ServerState& st, const httplib::Request& req, httplib::Res
         "--pooling none gives one vector per token, which /v1/embeddings cannot return; start the "
         "server with --pooling mean, cls or last");
   }
-  Result<Json> body = ParseJsonObject(req.body);
-  if (!body.ok()) return SetStatusError(res, body.status());
+  std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
+  if (!body) return;
+  if (Status known = CheckKnownFields(*body, RequestKind::kEmbedding); !known.ok()) {
+    return SetStatusError(res, known);
+  }
   auto input = body->find("input");
   if (input == body->end() || input->is_null()) {
     // llama-server also accepts `content` here.

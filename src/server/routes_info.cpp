@@ -3,6 +3,7 @@
 
 #include "server/errors.h"
 #include "server/openai_params.h"
+#include "server/request_body.h"
 #include "server/server_state.h"
 
 namespace lazyslot::server {
@@ -35,8 +36,11 @@ nlohmann::json PieceJson(const std::string& piece) {
 }
 
 void Tokenize(ServerState& st, const httplib::Request& req, httplib::Response& res) {
-  Result<Json> body = ParseJsonObject(req.body);
-  if (!body.ok()) return SetStatusError(res, body.status());
+  std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
+  if (!body) return;
+  if (Status known = CheckKnownFields(*body, RequestKind::kTokenize); !known.ok()) {
+    return SetStatusError(res, known);
+  }
   Result<std::string> content = GetString(*body, "content", "");
   if (!content.ok()) return SetStatusError(res, content.status());
   Result<bool> add_special = GetBool(*body, "add_special", false);
@@ -61,8 +65,11 @@ void Tokenize(ServerState& st, const httplib::Request& req, httplib::Response& r
 }
 
 void Detokenize(ServerState& st, const httplib::Request& req, httplib::Response& res) {
-  Result<Json> body = ParseJsonObject(req.body);
-  if (!body.ok()) return SetStatusError(res, body.status());
+  std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
+  if (!body) return;
+  if (Status known = CheckKnownFields(*body, RequestKind::kDetokenize); !known.ok()) {
+    return SetStatusError(res, known);
+  }
   std::vector<TokenId> ids;
   auto it = body->find("tokens");
   if (it != body->end() && !it->is_null()) {
