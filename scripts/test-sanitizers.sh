@@ -34,14 +34,15 @@ check_logs() {  # <log dir>
 suite() {  # <name> <build dir> <-fsanitize list> <targets> <ctest args...>
   local name=$1 build=$2 san=$3 targets=$4
   shift 4
-  local t0=$SECONDS rc=0
+  local t0=$SECONDS rc=0 logs=$ROOT/$build/sanitizer-logs
+  # The build runs the test binaries too (gtest test discovery), so the log directory must exist before it.
+  mkdir -p "$logs"
   echo "== $name: configure and build $build"
   # -fno-sanitize-recover: a UBSan finding stops the process (and fails its test) instead of printing and going on.
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLAZYSLOT_SANITIZE="$san" \
     -DCMAKE_CXX_FLAGS="-fno-sanitize-recover=undefined" >/dev/null
   # shellcheck disable=SC2086
   cmake --build "$build" -j"$JOBS" ${targets:+--target $targets}
-  local logs=$ROOT/$build/sanitizer-logs
   rm -rf "$logs" && mkdir -p "$logs"
   echo "== $name: ctest $*"
   (cd "$build" && ctest --output-on-failure -j"$JOBS" --timeout 1800 "$@") || rc=1
@@ -65,7 +66,7 @@ if [ "$WHAT" = tsan ] || [ "$WHAT" = all ]; then
   logs=$ROOT/build-tsan/sanitizer-logs
   # halt_on_error=0: a race is reported (exit code 66 at the end) and the test goes on, so one run lists them all.
   export TSAN_OPTIONS="halt_on_error=0:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp:log_path=$logs/tsan:log_exe_name=1"
-  # Only these binaries are built; ctest lists the others as <target>_NOT_BUILT, which -E leaves out.
+  # Only these binaries are built; ctest lists the others as <target>_NOT_BUILT (unlabelled; -E drops them too).
   suite tsan build-tsan thread "lazyslot ops_test engine_test server_test" -L 'unit|integration' -E '_NOT_BUILT$' ||
     status=1
   unset TSAN_OPTIONS
