@@ -12,6 +12,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 namespace lazyslot::gguf {
 
@@ -521,8 +522,29 @@ Result<std::unique_ptr<File>> File::Open(const std::string& path) {
   return file;
 }
 
+// Tensor data inside the buffer is only as aligned as the buffer itself: 64 bytes covers every SIMD load.
+constexpr std::align_val_t kBufferAlignment{64};
+
+Result<std::unique_ptr<File>> File::OpenBuffer(std::string_view bytes, const std::string& label) {
+  std::unique_ptr<File> file(new File());
+  file->path_ = label;
+  file->file_size_ = bytes.size();
+  if (bytes.empty()) return Corrupt("gguf: " + label + ": file is empty");
+  // Exactly bytes.size() bytes, so an address sanitizer flags any read past the end of the "file".
+  file->owned_ = static_cast<uint8_t*>(::operator new(bytes.size(), kBufferAlignment, std::nothrow));
+  if (file->owned_ == nullptr) {
+    return ResourceExhausted("gguf: " + label + ": cannot allocate " + std::to_string(bytes.size()) +
+                             " bytes for the in-memory copy");
+  }
+  std::memcpy(file->owned_, bytes.data(), bytes.size());
+  Parser parser(file.get(), file->owned_, file->file_size_);
+  LS_RETURN_IF_ERROR(parser.Parse());
+  return file;
+}
+
 File::~File() {
   if (map_ != nullptr) ::munmap(map_, map_size_);
+  if (owned_ != nullptr) ::operator delete(owned_, kBufferAlignment);
 }
 
 Status File::ReleaseResidentPages() const {

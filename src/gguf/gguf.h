@@ -59,6 +59,9 @@ class File {
  public:
   // Opens, validates and maps `path`. Every failure names what is wrong, which key/tensor, and the offset.
   static Result<std::unique_ptr<File>> Open(const std::string& path);
+  // Same validation on bytes already in memory (fuzzing, tests, embedded files). The bytes are copied into a
+  // 64-byte-aligned buffer the File owns; `label` stands in for the path in path() and error messages.
+  static Result<std::unique_ptr<File>> OpenBuffer(std::string_view bytes, const std::string& label);
   ~File();
   File(const File&) = delete;
   File& operator=(const File&) = delete;
@@ -105,8 +108,9 @@ class File {
   uint64_t file_size_ = 0;
   std::vector<KeyValue> kvs_;
   std::vector<TensorInfo> tensors_;
-  void* map_ = nullptr;
+  void* map_ = nullptr;  // mmap'ed file (Open), else nullptr
   uint64_t map_size_ = 0;
+  uint8_t* owned_ = nullptr;  // aligned copy of the bytes (OpenBuffer), else nullptr
   const uint8_t* data_ = nullptr;
   uint64_t data_size_ = 0;
   std::map<std::string, size_t, std::less<>> kv_index_;      // key -> index in kvs_
