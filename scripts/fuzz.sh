@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan+UBSan) in build-fuzz and runs each for SECONDS_PER_TARGET seconds
+# on a scratch copy of its seed corpus; prints executions, exec/s, coverage and crashes per target.
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET=60] [TARGET...]   (env: FUZZ_JOBS=N runs N targets at once,
+# FUZZ_WORK=dir keeps corpora/artifacts there, FUZZ_NICE=19 niceness). Exits 1 if any target crashed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+SECONDS_PER_TARGET=${1:-60}
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(gguf tokenizer request chat_template)
+JOBS=${FUZZ_JOBS:-1}
+NICE=${FUZZ_NICE:-19}
+WORK=${FUZZ_WORK:-$ROOT/build-fuzz/fuzz-runs/$(date +%Y%m%d-%H%M%S)}
+
+# clang and its sanitizer/libFuzzer runtime (Debian 12: clang-14, libclang-rt-14-dev), as install-deps.sh does.
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+missing=$(for p in clang-14 libclang-rt-14-dev; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
+if [ -n "$missing" ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q $missing
+fi
+CXX=$(command -v clang++-14 || command -v clang++)
+
+nice -n "$NICE" cmake -S "$ROOT" -B "$ROOT/build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER="$CXX" -DLAZYSLOT_FUZZ=ON >/dev/null
+nice -n "$NICE" cmake --build "$ROOT/build-fuzz" -j2 --target $(printf '%s_fuzz ' "${TARGETS[@]}")
+
+run_one() {
+  local t=$1 dir="$WORK/$1"
+  mkdir -p "$dir/corpus" "$dir/artifacts"
+  cp -r "$ROOT/fuzz/corpus/$t/." "$dir/corpus/"  # new inputs land in the scratch copy, never in the repo
+  local dict=()
+  [ -f "$ROOT/fuzz/dict/$t.dict" ] && dict=(-dict="$ROOT/fuzz/dict/$t.dict")
+  local rc=0
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} nice -n "$NICE" "$ROOT/build-fuzz/${t}_fuzz" \
+    -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
+    -print_final_stats=1 -artifact_prefix="$dir/artifacts/" "${dict[@]}" "$dir/corpus" \
+    >"$dir/log.txt" 2>&1 || rc=$?
+  echo "$rc" >"$dir/rc"
+}
+
+echo "fuzz: ${SECONDS_PER_TARGET}s per target, work dir $WORK"
+mkdir -p "$WORK"
+running=0
+for t in "${TARGETS[@]}"; do
+  run_one "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$JOBS" ]; then wait -n || true; running=$((running - 1)); fi
+done
+wait || true
+
+status=0
+printf '%-14s %12s %9s %14s %9s %8s %s\n' target executions exec/s 'cov start->end' features corpus crashes
+for t in "${TARGETS[@]}"; do
+  dir="$WORK/$t"
+  log="$dir/log.txt"
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  eps=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+  line=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
+  cov0=$(grep -E '^#[0-9]+.*INITED' "$log" | grep -o 'cov: [0-9]*' | grep -o '[0-9]*' || echo "?")
+  cov=$(echo "$line" | grep -o 'cov: [0-9]*' | grep -o '[0-9]*' || echo "?")
+  ft=$(echo "$line" | grep -o 'ft: [0-9]*' | grep -o '[0-9]*' || echo "?")
+  units=$(find "$dir/corpus" -type f | wc -l)
+  crashes=$(find "$dir/artifacts" -type f | wc -l)
+  printf '%-14s %12s %9s %14s %9s %8s %s\n' "$t" "${runs:-?}" "${eps:-?}" "${cov0:-?}->${cov:-?}" "${ft:-?}" \
+    "$units" "$crashes"
+  if [ "$crashes" -gt 0 ] || [ "$(cat "$dir/rc")" != 0 ]; then
+    status=1
+    echo "  $t: rc $(cat "$dir/rc"); artifacts in $dir/artifacts; log $log" >&2
+    grep -m3 -E 'ERROR: |runtime error|property failed' "$log" >&2 || true
+  fi
+done
+exit $status
