@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "gguf/tensor_type.h"
 #include "server/http_server.h"
+#include "server/server_limits.h"
 
 namespace lazyslot::cli {
 namespace {
@@ -40,6 +41,8 @@ struct ServeFlags {
   std::string flash_attn;
   std::string cache_type_k, cache_type_v;
   bool no_warmup = false;
+  std::vector<std::string> api_keys;  // --api-key, repeatable
+  std::string api_key_file;
 };
 
 // "0", "4096", "512M", "1.5G", "2GiB" -> bytes (K/M/G/T are binary multiples, as memory is counted).
@@ -156,6 +159,15 @@ Status ReadLlamaStyleExtras(const std::vector<std::string>& extras, ServeFlags* 
       LS_RETURN_IF_ERROR(ParseInt(a, v, &f->opts.engine.n_ctx));
     } else if (a.size() > 2 && a.rfind("-c", 0) == 0 && std::isdigit(static_cast<unsigned char>(a[2]))) {
       LS_RETURN_IF_ERROR(ParseInt("-c", a.substr(2), &f->opts.engine.n_ctx));  // -c4096
+    } else if (a == "-t") {  // declared here, not to CLI11, which would read "-to" as "-t o"
+      LS_RETURN_IF_ERROR(value(&v));
+      LS_RETURN_IF_ERROR(ParseInt(a, v, &f->opts.engine.n_threads));
+    } else if (a.size() > 2 && a.rfind("-t", 0) == 0 && std::isdigit(static_cast<unsigned char>(a[2]))) {
+      LS_RETURN_IF_ERROR(ParseInt("-t", a.substr(2), &f->opts.engine.n_threads));  // -t4
+    } else if (a == "-to") {  // llama-server's socket timeout (= --timeout)
+      LS_RETURN_IF_ERROR(value(&v));
+      LS_RETURN_IF_ERROR(ParseInt(a, v, &f->opts.socket_timeout_s));
+      if (f->opts.socket_timeout_s < 0) return InvalidArgument("-to: must be >= 0, got '" + v + "'");
     } else if (a == "-ctk") {
       LS_RETURN_IF_ERROR(value(&f->cache_type_k));
     } else if (a == "-ctv") {
@@ -183,6 +195,14 @@ Result<std::string> ReadFile(const std::string& path) {
 Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
   LS_RETURN_IF_ERROR(ReadLlamaStyleExtras(extras, f));
   server::ServerOptions& o = f->opts;
+  // Keys are never echoed: errors name the flag or file only.
+  for (const std::string& k : f->api_keys) {
+    if (!k.empty()) o.api_keys.push_back(k);
+  }
+  if (!f->api_key_file.empty()) {
+    LS_ASSIGN_OR_RETURN(std::vector<std::string> keys, server::ReadApiKeyFile(f->api_key_file));
+    o.api_keys.insert(o.api_keys.end(), keys.begin(), keys.end());
+  }
   if (!f->kv_budget.empty()) {
     LS_ASSIGN_OR_RETURN(o.engine.kv_budget, ParseSize("--kv-budget", f->kv_budget));
   }
@@ -286,16 +306,23 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   sub->add_option("--parallel", o.engine.n_parallel, "Slots, i.e. requests served at once (also -np N)")
       ->capture_default_str();
-  sub->add_option("-t,--threads", o.engine.n_threads, "Compute threads (0: physical cores)")
+  sub->add_option("--threads", o.engine.n_threads, "Compute threads (0: physical cores; also -t N)")
       ->capture_default_str();
   sub->add_option("-b,--batch-size", o.engine.n_batch,
                   "Most tokens per forward pass; longer prompts go in chunks")
       ->capture_default_str();
   sub->add_option("--host", o.host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", o.port, "Port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
-  sub->add_option("--api-key", o.api_key,
-                  "Require 'Authorization: Bearer KEY' on every route but /health (env LAZYSLOT_API_KEY)")
-      ->envname("LAZYSLOT_API_KEY");
+  sub->add_option("--api-key", f->api_keys,
+                  "Require 'Authorization: Bearer KEY' on every route but /health; repeat for several keys "
+                  "(env LAZYSLOT_API_KEY)")
+      ->envname("LAZYSLOT_API_KEY")
+      ->expected(1)
+      ->allow_extra_args(false)  // one key per --api-key; a following word is not another key
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--api-key-file", f->api_key_file,
+                  "File of API keys, one per line (blank lines and #comments ignored)");
+  sub->add_flag("--metrics-no-auth", o.metrics_no_auth, "GET /metrics answers without an API key");
   sub->add_flag("--embeddings,--embedding", o.engine.embeddings, "Serve /v1/embeddings");
   sub->add_option("--pooling", f->pooling,
                   "Embedding pooling: none, mean, cls or last (default: the model's, else mean)")
@@ -329,11 +356,25 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
                   "KV cache type for V: f16 (default), f32 or q8_0 (also -ctv)");
   sub->add_option("--http-threads", o.http_threads, "HTTP worker threads (0: parallel + max-queue + 16)")
       ->capture_default_str();
+  sub->add_option("--max-connections", o.max_connections,
+                  "Connections served at once, one HTTP thread each; more get 503 at once "
+                  "(0: --http-threads)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  sub->add_option("--request-timeout", o.request_timeout_s,
+                  "Seconds a completion or embedding request may run, queue wait included; then it is "
+                  "cancelled and answered 504 (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
+  sub->add_option("--timeout", o.socket_timeout_s,
+                  "Socket read/write timeout in seconds (also -to N; 0: cpp-httplib's 5 s)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
   sub->add_flag("--jinja", f->jinja, "Accepted for llama-server compatibility (templates are always Jinja)");
   sub->add_flag("--metrics", f->metrics, "Accepted for llama-server compatibility (/metrics is always on)");
   sub->footer(
       "llama-server spellings also accepted: -np N (= --parallel N), -ctk/-ctv T (= --cache-type-k/v T),\n"
-      "-fa X (= --flash-attn X), -ngl N (ignored: CPU only).\n"
+      "-fa X (= --flash-attn X), -t N (= --threads N), -to N (= --timeout N), -ngl N (ignored: CPU only).\n"
       "Routes: POST /v1/chat/completions /v1/completions /completion /v1/embeddings /tokenize /detokenize;\n"
       "POST /slots/{id}?action=save|restore|erase; GET /health /v1/models /props /slots /metrics.");
   sub->callback([f, sub, exit_code] {

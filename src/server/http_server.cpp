@@ -3,6 +3,7 @@
 #include "server/http_server.h"
 
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -10,22 +11,11 @@
 #include "core/log.h"
 #include "server/errors.h"
 #include "server/request_body.h"
+#include "server/server_limits.h"
 #include "server/server_state.h"
 
 namespace lazyslot::server {
 namespace {
-
-// Compares in time that depends only on the lengths, so a wrong key leaks nothing about the right one.
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
-  const size_t n = std::max(a.size(), b.size());
-  unsigned diff = a.size() == b.size() ? 0u : 1u;
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= static_cast<unsigned>(x ^ y);
-  }
-  return diff == 0;
-}
 
 // The key from `Authorization: Bearer <key>` (OpenAI clients) or `X-Api-Key: <key>`.
 std::string PresentedKey(const httplib::Request& req) {
@@ -36,7 +26,17 @@ std::string PresentedKey(const httplib::Request& req) {
   return req.get_header_value("X-Api-Key");
 }
 
-bool IsPublic(const std::string& path) { return path == "/health" || path == "/v1/health"; }
+bool IsPublic(const ServerOptions& o, const std::string& path) {
+  return path == "/health" || path == "/v1/health" || (o.metrics_no_auth && path == "/metrics");
+}
+
+// Connections served at once: --max-connections, else --http-threads, else one per slot and queue place
+// plus a few for /health, /slots and /metrics (every waiting or generating request holds its connection).
+size_t MaxConnections(const ServerOptions& o) {
+  if (o.max_connections > 0) return static_cast<size_t>(o.max_connections);
+  if (o.http_threads > 0) return static_cast<size_t>(o.http_threads);
+  return static_cast<size_t>(std::min(1024, o.engine.n_parallel + o.engine.max_queue + 16));
+}
 
 Status LoadChatTemplate(ServerState& st) {
   const ServerOptions& o = st.opts;
@@ -73,8 +73,16 @@ Status LoadChatTemplate(ServerState& st) {
 void InstallHooks(ServerState& st) {
   httplib::Server& http = st.http;
   http.set_pre_routing_handler([&st](const httplib::Request& req, httplib::Response& res) {
-    if (IsPublic(req.path)) return httplib::Server::HandlerResponse::Unhandled;
-    if (!st.opts.api_key.empty() && !ConstantTimeEquals(PresentedKey(req), st.opts.api_key)) {
+    if (RejectingThisConnection()) {
+      res.set_header("Connection", "close");  // the logger hook below also ends the connection
+      res.set_header("Retry-After", "1");
+      SetError(res, 503,
+               "too many connections: the server already serves " + std::to_string(MaxConnections(st.opts)) +
+                   " (--max-connections); retry later");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (IsPublic(st.opts, req.path)) return httplib::Server::HandlerResponse::Unhandled;
+    if (!st.opts.api_keys.empty() && !KeyMatches(PresentedKey(req), st.opts.api_keys)) {
       SetError(res, 401, "invalid or missing API key (send 'Authorization: Bearer <key>')");
       return httplib::Server::HandlerResponse::Handled;
     }
@@ -116,14 +124,20 @@ void InstallHooks(ServerState& st) {
       ++st.responses_by_status[res.status];
     }
     LS_LOG_DEBUG("%s %s -> %d", req.method.c_str(), req.path.c_str(), res.status);
+    // Runs after the response is written: only now may a rejected connection's reads be shut down
+    // (httplib writes nothing to a socket whose read side reports end of file).
+    if (RejectingThisConnection()) CloseConnectionAfterResponse(req);
   });
   http.set_payload_max_length(static_cast<size_t>(st.opts.max_body_size));
-  // Each waiting or generating request holds a worker thread, plus a few for /health, /slots, /metrics.
-  const EngineConfig& cfg = st.opts.engine;
-  const size_t threads = st.opts.http_threads > 0
-                             ? static_cast<size_t>(st.opts.http_threads)
-                             : static_cast<size_t>(std::min(1024, cfg.n_parallel + cfg.max_queue + 16));
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  if (st.opts.socket_timeout_s > 0) {
+    http.set_read_timeout(st.opts.socket_timeout_s, 0);
+    http.set_write_timeout(st.opts.socket_timeout_s, 0);
+  }
+  const size_t max_connections = MaxConnections(st.opts);
+  std::atomic<uint64_t>* rejected = &st.connections_rejected;
+  http.new_task_queue = [max_connections, rejected] {
+    return new ConnectionQueue(max_connections, rejected);
+  };
 }
 
 }  // namespace
@@ -206,9 +220,21 @@ Status HttpServer::Run() {
                     ? std::filesystem::path(st.opts.engine.model_path).filename().string()
                     : st.opts.model_alias;
   const EngineConfig& cfg = st.engine->config();
+  // The keys themselves are never logged, only how many there are.
+  std::string auth;
+  if (!st.opts.api_keys.empty()) {
+    auth = ", API key required (" + std::to_string(st.opts.api_keys.size()) + " key(s)" +
+           (st.opts.metrics_no_auth ? ", /metrics public)" : ")");
+  }
   LS_LOG_INFO("model '%s' ready: %d slot(s) of %d tokens, batch %d, queue %d%s%s", st.model_id.c_str(),
               cfg.n_parallel, st.engine->n_ctx_slot(), cfg.n_batch, cfg.max_queue,
-              cfg.embeddings ? ", embeddings on" : "", st.opts.api_key.empty() ? "" : ", API key required");
+              cfg.embeddings ? ", embeddings on" : "", auth.c_str());
+  char timeout[32] = "none";
+  if (st.opts.request_timeout_s > 0) {
+    std::snprintf(timeout, sizeof timeout, "%g s", st.opts.request_timeout_s);
+  }
+  LS_LOG_INFO("limits: %zu connection(s) at once, request timeout %s, socket timeout %d s",
+              MaxConnections(st.opts), timeout, st.opts.socket_timeout_s > 0 ? st.opts.socket_timeout_s : 5);
   st.ready.store(true);
 
   while (!st.stopping.load() && !listener_done.load())

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "engine/engine.h"
@@ -15,7 +16,9 @@ struct ServerOptions {
   EngineConfig engine;
   std::string host = "127.0.0.1";
   int port = 8080;
-  std::string api_key;  // empty: no authentication
+  // Accepted API keys (--api-key, repeatable, and --api-key-file); empty: no authentication. Never logged.
+  std::vector<std::string> api_keys;
+  bool metrics_no_auth = false;  // --metrics-no-auth: GET /metrics answers without a key
   // Chat template override: empty = the model's own `tokenizer.chat_template`; a built-in name (chatml,
   // llama2, llama3); or Jinja source, labelled `chat_template_label` in /props and the log.
   std::string chat_template;
@@ -25,6 +28,13 @@ struct ServerOptions {
   // Largest request body (--max-body-size); a bigger one is answered 413 without being read.
   uint64_t max_body_size = uint64_t{8} << 20;
   int http_threads = 0;       // 0: n_parallel + max_queue + 16 (every waiting request holds a thread)
+  // Limits (server_limits.h). max_connections: connections served at once, each on its own HTTP thread;
+  // more get 503 at once (0: http_threads). request_timeout_s: a completion or embedding request still
+  // running after this is cancelled and answered 504 (0: none). socket_timeout_s: read/write timeout of
+  // a connection (-to/--timeout; 0: cpp-httplib's 5 s).
+  int max_connections = 0;
+  double request_timeout_s = 600;
+  int socket_timeout_s = 0;
   // Runs after the listener starts and before the engine loads (while /health says 503), e.g. to generate
   // the demo model. May set engine.model_path.
   std::function<Status(ServerOptions*)> before_load;

@@ -113,6 +113,11 @@ std::string RenderMetrics(const ServerState& st) {
            static_cast<double>(mem.rss_file));
   w.Metric("lazyslot:client_disconnects_total", "counter", "Requests whose client left before the end.",
            static_cast<double>(st.streams_disconnected.load()));
+  w.Metric("lazyslot:connections_rejected_total", "counter",
+           "Connections answered 503 at once because --max-connections were open.",
+           static_cast<double>(st.connections_rejected.load()));
+  w.Metric("lazyslot:requests_timed_out_total", "counter", "Requests cancelled by --request-timeout.",
+           static_cast<double>(st.requests_timed_out.load()));
   w.Header("lazyslot:http_responses_total", "counter", "HTTP responses by status code.");
   {
     std::lock_guard<std::mutex> lock(st.counters_mu);

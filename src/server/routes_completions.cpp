@@ -9,6 +9,7 @@
 #include "server/errors.h"
 #include "server/openai_params.h"
 #include "server/request_body.h"
+#include "server/server_limits.h"
 #include "server/server_state.h"
 
 namespace lazyslot::server {
@@ -34,6 +35,7 @@ struct Generation {
   GenerationParams params;
   std::vector<Choice> choices;
   int fd = -1;  // the client's socket, for noticing a disconnect (-1: unknown)
+  Deadline deadline{0};  // --request-timeout, counted from the request's arrival (queue wait included)
   Clock::time_point last_check = Clock::now();
   bool cancelled = false;
 
@@ -50,12 +52,18 @@ struct Generation {
   }
 };
 
-enum class Wait { kEvent, kGone };
+enum class Wait { kEvent, kGone, kTimeout };
 
 // Next event from any unfinished choice. Checks the client's socket when idle and at least every 100 ms;
-// on a disconnect or server stop, cancels every choice and returns kGone.
+// on a disconnect or server stop, cancels every choice and returns kGone; past the request's deadline,
+// cancels every choice and returns kTimeout.
 Wait NextEvent(Generation& g, size_t* index, Event* ev) {
   for (;;) {
+    if (g.deadline.Expired()) {
+      g.st->requests_timed_out.fetch_add(1);
+      g.CancelAll();
+      return Wait::kTimeout;
+    }
     for (size_t i = 0; i < g.choices.size(); ++i) {
       if (!g.choices[i].done && g.choices[i].stream->Pop(ev, std::chrono::milliseconds(0))) {
         *index = i;
@@ -269,7 +277,13 @@ void StreamResponse(std::shared_ptr<Generation> g, httplib::Response& res) {
       while (g->n_left() > 0) {
         size_t i = 0;
         Event ev;
-        if (NextEvent(*g, &i, &ev) == Wait::kGone) return false;
+        const Wait w = NextEvent(*g, &i, &ev);
+        if (w == Wait::kGone) return false;
+        if (w == Wait::kTimeout) {  // an error event, then a clean end of the stream
+          write(Sse(ErrorBody(kRequestTimeoutStatus, g->deadline.Message())));
+          sink.done();
+          return true;
+        }
         Choice& c = g->choices[i];
         if (ev.type == Event::kToken) {
           if (!ev.text.empty() && !write(Sse(StreamChunk(*g, i, ev.text, nullptr)))) return false;
@@ -309,6 +323,7 @@ void StreamResponse(std::shared_ptr<Generation> g, httplib::Response& res) {
 }
 
 void HandleGeneration(ServerState& st, Api api, const httplib::Request& req, httplib::Response& res) {
+  const Deadline deadline(st.opts.request_timeout_s);
   std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
   if (!body) return;
   if (api != Api::kLlama) {  // llama-server's own route keeps its leniency (its clients send many knobs)
@@ -350,6 +365,7 @@ void HandleGeneration(ServerState& st, Api api, const httplib::Request& req, htt
 
   auto g = std::make_shared<Generation>();
   g->st = &st;
+  g->deadline = deadline;
   g->api = api;
   g->id = NewId(api == Api::kChat ? "chatcmpl-" : "cmpl-");
   g->created = UnixNow();
@@ -382,9 +398,11 @@ void HandleGeneration(ServerState& st, Api api, const httplib::Request& req, htt
   while (g->n_left() > 0) {
     size_t i = 0;
     Event ev;
-    if (NextEvent(*g, &i, &ev) == Wait::kGone) {
+    const Wait w = NextEvent(*g, &i, &ev);
+    if (w == Wait::kGone) {
       return SetError(res, 499, "the client closed the connection; the request was cancelled");
     }
+    if (w == Wait::kTimeout) return SetError(res, kRequestTimeoutStatus, g->deadline.Message());
     Choice& c = g->choices[i];
     if (ev.type == Event::kToken) {
       c.text += ev.text;

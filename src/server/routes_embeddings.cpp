@@ -8,6 +8,7 @@
 #include "server/errors.h"
 #include "server/openai_params.h"
 #include "server/request_body.h"
+#include "server/server_limits.h"
 #include "server/server_state.h"
 
 namespace lazyslot::server {
@@ -67,6 +68,7 @@ void HandleEmbeddings(ServerState& st, const httplib::Request& req, httplib::Res
   // Submit at most n_parallel inputs at a time, so a big batch never fills the queue by itself.
   const size_t window = static_cast<size_t>(std::max(1, st.opts.engine.n_parallel));
   const int fd = FindConnectionSocket(req);
+  const Deadline deadline(st.opts.request_timeout_s);  // from here: tokenizing above is bounded by the body
   std::deque<std::pair<size_t, std::shared_ptr<RequestStream>>> in_flight;
   std::vector<std::vector<float>> vectors(prompts.size());
   int64_t n_tokens = 0;
@@ -89,6 +91,11 @@ void HandleEmbeddings(ServerState& st, const httplib::Request& req, httplib::Res
       in_flight.emplace_back(next++, std::move(*stream));
     }
     Event ev;
+    if (deadline.Expired()) {
+      cancel_all();
+      st.requests_timed_out.fetch_add(1);
+      return SetError(res, kRequestTimeoutStatus, deadline.Message());
+    }
     if (!in_flight.front().second->Pop(&ev, std::chrono::milliseconds(50))) {
       if (st.stopping.load() || PeerClosed(fd)) {
         cancel_all();

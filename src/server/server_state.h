@@ -33,6 +33,8 @@ struct HttpServer::State {
   mutable std::mutex counters_mu;
   std::map<int, uint64_t> responses_by_status;
   std::atomic<uint64_t> streams_disconnected{0};  // clients that left mid-request
+  std::atomic<uint64_t> connections_rejected{0};  // connections over --max-connections (answered 503)
+  std::atomic<uint64_t> requests_timed_out{0};    // requests cancelled by --request-timeout
 };
 using ServerState = HttpServer::State;
 
