@@ -162,6 +162,8 @@ class Engine {
   // from `filename` in --slot-save-path. They run on the scheduler thread between steps; a busy slot is
   // refused (kUnavailable). Errors: save path unset (kUnimplemented), bad file name or a truncated or
   // foreign file (kInvalidArgument), missing file (kNotFound), no room in --kv-budget (kResourceExhausted).
+  // A restore that fails on its file (missing, truncated, foreign, ...) or on the budget leaves the slot
+  // empty and usable; a bad file name or a busy slot leaves it untouched.
   Result<SlotFileResult> SaveSlot(int id, const std::string& filename);
   Result<SlotFileResult> RestoreSlot(int id, const std::string& filename);
   Result<SlotFileResult> EraseSlot(int id);

@@ -13,6 +13,11 @@ namespace {
 Status CheckFilename(const std::string& name) {
   if (name.empty()) return InvalidArgument("filename: must not be empty");
   if (name.size() > 200) return InvalidArgument("filename: longer than 200 characters");
+  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos) {
+    return InvalidArgument("filename: '" + name +
+                           "' is a path; give a plain file name (files live in --slot-save-path)");
+  }
+  if (name.find("..") != std::string::npos) return InvalidArgument("filename: must not contain '..'");
   if (name[0] == '.') return InvalidArgument("filename: must not start with '.'");
   for (char ch : name) {
     const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
@@ -104,33 +109,35 @@ Result<SlotFileResult> Engine::Impl::RunSlotTask(SlotTask& task) {
       break;
     }
     case SlotTask::kRestore: {
-      LS_ASSIGN_OR_RETURN(uint32_t n, SlotStateTokens(path));
+      // Whatever fails, the slot ends up empty and usable (as llama-server, which clears the slot's
+      // tokens): never half-restored, and never holding KV that its token list does not describe.
+      auto fail = [&](Status st) {
+        TrimSlot(s, 0, "restore failed");
+        LS_LOG_WARN("slot %d: restore from %s failed, slot emptied: %s", s.id, task.filename.c_str(),
+                    st.message().c_str());
+        return st;
+      };
+      Result<uint32_t> n = SlotStateTokens(path);
+      if (!n.ok()) return fail(n.status());
       const uint64_t budget = engine->config_.kv_budget;
       if (budget > 0) {
         // The slot's own cells are replaced, so only the others count against the budget.
         const uint64_t need =
-            kv->BytesForCells(static_cast<int32_t>(std::min<uint64_t>(n, kv->config().n_ctx_slot)));
+            kv->BytesForCells(static_cast<int32_t>(std::min<uint64_t>(*n, kv->config().n_ctx_slot)));
         if (BudgetUsedExcept(s.id) + need > budget && !MakeRoom(need, s.id)) {
-          return ResourceExhausted("restoring " + std::to_string(n) + " tokens needs " +
-                                   std::to_string(need) + " bytes of KV, but only " +
-                                   std::to_string(budget - BudgetUsedExcept(s.id)) + " of --kv-budget " +
-                                   std::to_string(budget) + " are free now");
+          return fail(ResourceExhausted("restoring " + std::to_string(*n) + " tokens needs " +
+                                        std::to_string(need) + " bytes of KV, but only " +
+                                        std::to_string(budget - BudgetUsedExcept(s.id)) +
+                                        " of --kv-budget " + std::to_string(budget) + " are free now"));
         }
       }
       Result<SlotStateInfo> info = RestoreSlotState(*kv, s.id, model_id, path);
-      if (!info.ok()) {
-        // A file refused on its header leaves the slot as it was; one that failed while reading leaves it
-        // empty.
-        if (kv->n_cells(s.id) == 0) TrimSlot(s, 0, "restore failed");
-        return info.status();
-      }
+      if (!info.ok()) return fail(info.status());
       const int32_t n_vocab = engine->model_->hparams().n_vocab;
       for (int32_t tok : info->tokens) {
         if (tok < 0 || tok >= n_vocab) {
-          s.cache.assign(info->tokens.size(), 0);  // so the trim covers the restored cells
-          TrimSlot(s, 0, "restore rejected");
-          return InvalidArgument("slot file " + path + ": token id " + std::to_string(tok) +
-                                 " is outside the vocabulary");
+          return fail(InvalidArgument("slot file " + path + ": token id " + std::to_string(tok) +
+                                      " is outside the vocabulary (" + std::to_string(n_vocab) + " tokens)"));
         }
       }
       s.cache = std::move(info->tokens);

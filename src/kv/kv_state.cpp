@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace lazyslot {
@@ -120,6 +121,11 @@ Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<in
     ::unlink(tmp.c_str());
     return IoError("cannot write slot file " + path + ": " + why);
   }
+  // The rename is durable only once the directory entry is on disk too.
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dfd.get() >= 0) (void)::fsync(dfd.get());
   return ExpectedSize(h);
 }
 
@@ -134,6 +140,10 @@ Result<uint32_t> SlotStateTokens(const std::string& path) {
     return InvalidArgument("slot file " + path + ": too short for a header");
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) {
     return InvalidArgument("slot file " + path + ": not a lazyslot slot file (bad magic)");
+  }
+  if (h.version != kVersion) {
+    return InvalidArgument("slot file " + path + ": version " + std::to_string(h.version) +
+                           ", this build reads version " + std::to_string(kVersion));
   }
   return h.n_tokens;
 }
@@ -162,7 +172,12 @@ Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id,
     return InvalidArgument(what + "version " + std::to_string(h.version) + ", this build reads version " +
                            std::to_string(kVersion));
   }
-  if (h.model_id != model_id) return InvalidArgument(what + "saved with a different model");
+  if (h.model_id != model_id) {
+    char ids[80];
+    std::snprintf(ids, sizeof ids, " (model identity %016llx, this server's %016llx)",
+                  static_cast<unsigned long long>(h.model_id), static_cast<unsigned long long>(model_id));
+    return InvalidArgument(what + "saved with a different model" + ids);
+  }
   auto type_name = [](uint32_t t) {
     const TypeTraits* tr = LookupType(t);
     return std::string(tr ? tr->name : "unknown");
@@ -188,7 +203,7 @@ Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id,
   if (size != expect) {
     return InvalidArgument(what + std::to_string(size) + " bytes, but its header (" +
                            std::to_string(h.n_tokens) + " tokens) implies " + std::to_string(expect) +
-                           (size < expect ? " (truncated)" : ""));
+                           (size < expect ? " (truncated)" : " (trailing bytes)"));
   }
   SlotStateInfo info;
   info.model_id = h.model_id;

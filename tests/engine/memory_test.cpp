@@ -374,8 +374,8 @@ TEST_F(SlotFileTest, BadNamesTruncatedAndForeignFilesAreRefused) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
   EXPECT_NE(r.status().message().find("truncated"), std::string::npos) << r.status().message();
-  EXPECT_TRUE(SettlesAt(*e, BytesForCells(*e, 103)));  // a refused file leaves the slot as it was
-  EXPECT_EQ(RunOne(*e, Greedy(Prompt(100, 1), 4)).done.n_cached, 99);
+  EXPECT_TRUE(SettlesAt(*e, 0));  // a refused file leaves the slot empty (and usable, as llama-server)
+  EXPECT_EQ(RunOne(*e, Greedy(Prompt(100, 1), 4)).done.n_cached, 0);
   // Not a slot file at all.
   std::ofstream(dir_ / "junk.bin") << "this is not a slot file, but it is long enough to hold a header......";
   r = e->RestoreSlot(0, "junk.bin");
