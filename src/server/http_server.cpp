@@ -97,7 +97,9 @@ void InstallHooks(ServerState& st) {
   http.set_error_handler(
       httplib::Server::HandlerWithResponse([&st](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
-        if (FillTransportError(req, res, st.opts.max_body_size)) return httplib::Server::HandlerResponse::Handled;
+        if (FillTransportError(req, res, st.opts.max_body_size)) {
+          return httplib::Server::HandlerResponse::Handled;
+        }
         if (res.status == 404) {
           SetError(res, 404, "no route for " + req.method + " " + req.path);
         } else if (res.status == 400) {

@@ -91,7 +91,8 @@ Status ReadFloat(const Json& body, const std::string& field, double lo, double h
   if (!v.is_number()) return FieldError(field, "expected a number, got " + TypeName(v));
   const double d = v.get<double>();
   if (!std::isfinite(d) || d < lo || d > hi) {
-    return FieldError(field, "must be between " + BoundText(lo) + " and " + BoundText(hi) + ", got " + v.dump());
+    return FieldError(field,
+                      "must be between " + BoundText(lo) + " and " + BoundText(hi) + ", got " + v.dump());
   }
   *out = static_cast<float>(d);
   return Status::Ok();
@@ -131,8 +132,9 @@ Result<Json> ParseJsonObject(const std::string& body) {
   if (body.empty()) return InvalidArgument("the request body is empty; expected a JSON object");
   const size_t deep_at = TooDeepAt(body, kMaxJsonDepth);
   if (deep_at != std::string::npos) {
-    return InvalidArgument("the request body nests arrays/objects more than " + std::to_string(kMaxJsonDepth) +
-                           " levels deep (at byte " + std::to_string(deep_at) + ")");
+    return InvalidArgument("the request body nests arrays/objects more than " +
+                           std::to_string(kMaxJsonDepth) + " levels deep (at byte " +
+                           std::to_string(deep_at) + ")");
   }
   Json j;
   try {
@@ -281,11 +283,33 @@ size_t EditDistance(const std::string& a, const std::string& b) {
 // Fields of the generation routes. The last group is metadata OpenAI clients may send that changes
 // nothing here (model: one model is served; user/metadata/store/service_tier: bookkeeping).
 const std::vector<std::string>& GenerationFields() {
-  static const std::vector<std::string> kFields = {
-      "temperature", "top_p", "top_k", "min_p", "max_tokens", "max_completion_tokens", "n_predict", "n", "stop",
-      "stream", "stream_options", "seed", "frequency_penalty", "presence_penalty", "repeat_penalty",
-      "repeat_last_n", "ignore_eos", "cache_prompt", "logprobs", "top_logprobs", "response_format",
-      "logit_bias", "model", "user", "metadata", "store", "service_tier"};
+  static const std::vector<std::string> kFields = {"temperature",
+                                                   "top_p",
+                                                   "top_k",
+                                                   "min_p",
+                                                   "max_tokens",
+                                                   "max_completion_tokens",
+                                                   "n_predict",
+                                                   "n",
+                                                   "stop",
+                                                   "stream",
+                                                   "stream_options",
+                                                   "seed",
+                                                   "frequency_penalty",
+                                                   "presence_penalty",
+                                                   "repeat_penalty",
+                                                   "repeat_last_n",
+                                                   "ignore_eos",
+                                                   "cache_prompt",
+                                                   "logprobs",
+                                                   "top_logprobs",
+                                                   "response_format",
+                                                   "logit_bias",
+                                                   "model",
+                                                   "user",
+                                                   "metadata",
+                                                   "store",
+                                                   "service_tier"};
   return kFields;
 }
 
@@ -325,14 +349,17 @@ Status CheckUnsupportedValues(const Json& body, RequestKind kind) {
   }
   if (kind == RequestKind::kChat && Present(body, "tool_choice")) {
     const Json& v = body.at("tool_choice");
-    if (!v.is_string() || (v.get_ref<const std::string&>() != "auto" && v.get_ref<const std::string&>() != "none")) {
-      return FieldError("tool_choice",
-                        "only \"auto\" and \"none\" are supported (tool calls are not enforced), got " + v.dump());
+    if (!v.is_string() ||
+        (v.get_ref<const std::string&>() != "auto" && v.get_ref<const std::string&>() != "none")) {
+      return FieldError(
+          "tool_choice",
+          "only \"auto\" and \"none\" are supported (tool calls are not enforced), got " + v.dump());
     }
   }
   if (kind == RequestKind::kChat && Present(body, "parallel_tool_calls")) {
     if (!body.at("parallel_tool_calls").is_boolean()) {
-      return FieldError("parallel_tool_calls", "expected a boolean, got " + TypeName(body.at("parallel_tool_calls")));
+      return FieldError("parallel_tool_calls",
+                        "expected a boolean, got " + TypeName(body.at("parallel_tool_calls")));
     }
   }
   if (kind == RequestKind::kCompletion && Present(body, "best_of")) {
@@ -340,7 +367,8 @@ Status CheckUnsupportedValues(const Json& body, RequestKind kind) {
     if (n != 1) return FieldError("best_of", "only 1 is supported, got " + std::to_string(n));
   }
   if (kind == RequestKind::kEmbedding && Present(body, "dimensions")) {
-    return FieldError("dimensions", "shortened embeddings are not supported; omit it to get the model's full size");
+    return FieldError("dimensions",
+                      "shortened embeddings are not supported; omit it to get the model's full size");
   }
   if (Present(body, "model") && !body.at("model").is_string()) {
     return FieldError("model", "expected a string, got " + TypeName(body.at("model")));
@@ -366,7 +394,8 @@ Status CheckKnownFields(const Json& body, RequestKind kind) {
       }
     }
     std::string shown = key.size() > 64 ? key.substr(0, 64) + "..." : key;
-    return FieldError(shown, "unknown field" + (best.empty() ? std::string() : " (did you mean '" + best + "'?)") +
+    return FieldError(shown, "unknown field" +
+                                 (best.empty() ? std::string() : " (did you mean '" + best + "'?)") +
                                  "; this server refuses fields it does not use");
   }
   return CheckUnsupportedValues(body, kind);

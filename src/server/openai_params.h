@@ -67,7 +67,8 @@ Result<std::vector<PromptInput>> ParsePromptList(const Json& value, const std::s
 Result<std::vector<TokenId>> ParseTokenList(const Json& value, const std::string& field);
 
 // Validates chat `messages` (a non-empty list of objects with a `role` among system, developer, user,
-// assistant, tool and function; `content` a string, null or a list of text parts) and returns them with text parts joined into one string per message.
+// assistant, tool and function; `content` a string, null or a list of text parts) and returns them with text
+// parts joined into one string per message.
 Result<Json> ParseChatMessages(const Json& body);
 
 // Optional typed fields: absent or null -> `def`; present with the wrong type -> error naming the field.

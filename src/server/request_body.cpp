@@ -57,9 +57,8 @@ std::string ByteSizeText(uint64_t bytes) {
 bool IsJsonContentType(const std::string& content_type, std::string* why) {
   if (Trim(content_type).empty()) return true;
   const std::string type = MediaType(content_type);
-  const bool json = type == "application/json" ||
-                    (type.rfind("application/", 0) == 0 && type.size() > 17 &&
-                     type.compare(type.size() - 5, 5, "+json") == 0);
+  const bool json = type == "application/json" || (type.rfind("application/", 0) == 0 && type.size() > 17 &&
+                                                   type.compare(type.size() - 5, 5, "+json") == 0);
   if (!json) {
     *why = WrongTypeMessage(content_type);
     return false;
@@ -84,7 +83,8 @@ bool IsJsonContentType(const std::string& content_type, std::string* why) {
   return true;
 }
 
-std::optional<Json> ReadJsonBody(const httplib::Request& req, httplib::Response& res, uint64_t max_body_size) {
+std::optional<Json> ReadJsonBody(const httplib::Request& req, httplib::Response& res,
+                                 uint64_t max_body_size) {
   std::string why;
   if (!IsJsonContentType(req.get_header_value("Content-Type"), &why)) {
     SetError(res, kUnsupportedMediaType, why);

@@ -30,12 +30,14 @@ struct Reply {
 // One request with curl; the body always goes as --data-binary from a file (so 10 MB bodies are fine and an
 // empty one still carries Content-Length: 0). `content_type` "" sends no Content-Type header.
 Reply Send(const ServerProcess& srv, const std::string& method, const std::string& path,
-           const std::string& content_type, const std::string* body, const std::vector<std::string>& headers) {
+           const std::string& content_type, const std::string* body,
+           const std::vector<std::string>& headers) {
   const std::string out = NewScratchFile("hostile-out");
   std::string cmd = "curl -sS -o ";
   cmd.append(ShellQuote(out)).append(" -w '%{http_code} %{content_type}' --max-time 120 -X ").append(method);
   // "Content-Type:" with nothing after the colon makes curl send no Content-Type at all.
-  cmd.append(" -H ").append(ShellQuote(content_type.empty() ? "Content-Type:" : "Content-Type: " + content_type));
+  cmd.append(" -H ").append(
+      ShellQuote(content_type.empty() ? "Content-Type:" : "Content-Type: " + content_type));
   for (const std::string& h : headers) cmd.append(" -H ").append(ShellQuote(h));
   if (body) {
     const std::string in = NewScratchFile("hostile-body");
@@ -140,13 +142,14 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
        "must be a JSON object, got array"},
       {"body", "JSON string instead of an object", "POST", comp, kJson, Text(R"("hello")"), 400,
        "must be a JSON object, got string"},
-      {"body", "NaN literal", "POST", comp, kJson, Text(R"({"prompt": "x", "temperature": NaN})"), 400, not_json},
+      {"body", "NaN literal", "POST", comp, kJson, Text(R"({"prompt": "x", "temperature": NaN})"), 400,
+       not_json},
       {"body", "Infinity literal", "POST", comp, kJson, Text(R"({"prompt": "x", "top_p": -Infinity})"), 400,
        not_json},
-      {"body", "number overflowing a double", "POST", comp, kJson, Text(R"({"prompt": "x", "max_tokens": 1e999})"),
-       400, "number overflow"},
-      {"body", "trailing garbage after the object", "POST", comp, kJson, Text(R"({"prompt": "x"} trailing)"), 400,
-       not_json},
+      {"body", "number overflowing a double", "POST", comp, kJson,
+       Text(R"({"prompt": "x", "max_tokens": 1e999})"), 400, "number overflow"},
+      {"body", "trailing garbage after the object", "POST", comp, kJson, Text(R"({"prompt": "x"} trailing)"),
+       400, not_json},
       {"body", "single-quoted strings", "POST", comp, kJson, Text("{'prompt': 'x'}"), 400, not_json},
       {"body", "comment in JSON", "POST", comp, kJson, Text(R"({"prompt": "x" /* hi */})"), 400, not_json},
       {"body", "raw control character in a string", "POST", comp, kJson,
@@ -169,13 +172,30 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
       {"body", "unclosed nesting, 1 MB of '['", "POST", comp, kJson, [] { return std::string(1 << 20, '['); },
        400, nesting},
       {"body", "10 MB body", "POST", chat, kJson,
-       [] { return Chat({{"messages", Msgs(std::string(10u << 20, 'a'))}}).dump(); }, 413,
-       "larger than the server's limit of 8 MiB (--max-body-size)"},
-      {"body", "10 MB body, chunked transfer encoding", "POST", comp, kJson,
-       [] { return Completion({{"prompt", std::string(10u << 20, 'a')}}).dump(); }, 413,
-       "larger than the server's limit of 8 MiB", {"Transfer-Encoding: chunked"}},
-      {"body", "gzip Content-Encoding on a plain body", "POST", comp, kJson, Body(Completion()), 400,
-       "Content-Encoding: gzip", {"Content-Encoding: gzip"}},
+       [] {
+         return Chat({{"messages", Msgs(std::string(10u << 20, 'a'))}}).dump();
+       },
+       413, "larger than the server's limit of 8 MiB (--max-body-size)"},
+      {"body",
+       "10 MB body, chunked transfer encoding",
+       "POST",
+       comp,
+       kJson,
+       [] {
+         return Completion({{"prompt", std::string(10u << 20, 'a')}}).dump();
+       },
+       413,
+       "larger than the server's limit of 8 MiB",
+       {"Transfer-Encoding: chunked"}},
+      {"body",
+       "gzip Content-Encoding on a plain body",
+       "POST",
+       comp,
+       kJson,
+       Body(Completion()),
+       400,
+       "Content-Encoding: gzip",
+       {"Content-Encoding: gzip"}},
 
       // --- Text encoding: JSON is UTF-8; anything else is refused, never "repaired".
       {"utf8", "invalid UTF-8 byte in a chat message", "POST", chat, kJson,
@@ -184,40 +204,44 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
        Text("{\"prompt\": \"\xc0\xaf\", \"max_tokens\": 2}"), 400, "UTF-8"},
       {"utf8", "truncated UTF-8 sequence in /tokenize", "POST", "/tokenize", kJson,
        Text("{\"content\": \"\xe2\x82\"}"), 400, "UTF-8"},
-      {"utf8", "invalid UTF-8 in an embedding input", "POST", emb, kJson, Text("{\"input\": \"\xed\xa0\x80\"}"),
-       400, "UTF-8"},
+      {"utf8", "invalid UTF-8 in an embedding input", "POST", emb, kJson,
+       Text("{\"input\": \"\xed\xa0\x80\"}"), 400, "UTF-8"},
       {"utf8", "unpaired surrogate escape", "POST", comp, kJson, Text(R"({"prompt": "\ud800 x"})"), 400,
        "surrogate"},
       {"utf8", "UTF-16 body with a byte-order mark", "POST", comp, kJson,
        Text(std::string("\xff\xfe{\0\"\0", 6)), 400, not_json},
 
       // --- Content-Type: JSON only (absent is read as JSON, as llama-server does).
-      {"content-type", "text/plain", "POST", chat, "text/plain", Body(Chat()), 415, "Content-Type 'text/plain'"},
-      {"content-type", "form-urlencoded (curl -d without -H)", "POST", comp, "application/x-www-form-urlencoded",
-       Body(Completion()), 415, "application/json"},
+      {"content-type", "text/plain", "POST", chat, "text/plain", Body(Chat()), 415,
+       "Content-Type 'text/plain'"},
+      {"content-type", "form-urlencoded (curl -d without -H)", "POST", comp,
+       "application/x-www-form-urlencoded", Body(Completion()), 415, "application/json"},
       {"content-type", "form-urlencoded over httplib's 8 KiB form limit", "POST", comp,
-       "application/x-www-form-urlencoded", [] { return Completion({{"prompt", std::string(20000, 'a')}}).dump(); },
+       "application/x-www-form-urlencoded",
+       [] {
+         return Completion({{"prompt", std::string(20000, 'a')}}).dump();
+       },
        415, "Content-Type 'application/x-www-form-urlencoded'"},
       {"content-type", "multipart/form-data without a boundary", "POST", emb, "multipart/form-data",
        Body({{"input", "x"}}), 415, "Content-Type 'multipart/form-data'"},
       {"content-type", "JSON in latin-1", "POST", "/tokenize", "application/json; charset=iso-8859-1",
        Body({{"content", "x"}}), 415, "charset 'iso-8859-1'"},
-      {"content-type", "application/xml", "POST", "/detokenize", "application/xml", Body({{"tokens", {1}}}), 415,
-       "Content-Type 'application/xml'"},
+      {"content-type", "application/xml", "POST", "/detokenize", "application/xml", Body({{"tokens", {1}}}),
+       415, "Content-Type 'application/xml'"},
 
       // --- Unknown fields (refused so that a typo is not silently ignored).
       {"fields", "typo max_token", "POST", chat, kJson, Body(Chat({{"max_token", 5}})), 400,
        "max_token: unknown field (did you mean 'max_tokens'?)"},
-      {"fields", "unknown field on completions", "POST", comp, kJson, Body(Completion({{"frobnicate", true}})), 400,
-       "frobnicate: unknown field"},
-      {"fields", "unknown field on embeddings", "POST", emb, kJson, Body({{"input", "x"}, {"inptu", "y"}}), 400,
-       "inptu: unknown field (did you mean 'input'?)"},
-      {"fields", "unknown field on /tokenize", "POST", "/tokenize", kJson, Body({{"content", "x"}, {"pieces", 1}}),
-       400, "pieces: unknown field"},
-      {"fields", "10,000-byte field name", "POST", comp, kJson, Body(Completion({{std::string(10000, 'k'), 1}})),
-       400, "unknown field"},
-      {"fields", "non-empty logit_bias", "POST", chat, kJson, Body(Chat({{"logit_bias", {{"15", 100}}}})), 400,
-       "logit_bias: token biases are not supported"},
+      {"fields", "unknown field on completions", "POST", comp, kJson,
+       Body(Completion({{"frobnicate", true}})), 400, "frobnicate: unknown field"},
+      {"fields", "unknown field on embeddings", "POST", emb, kJson, Body({{"input", "x"}, {"inptu", "y"}}),
+       400, "inptu: unknown field (did you mean 'input'?)"},
+      {"fields", "unknown field on /tokenize", "POST", "/tokenize", kJson,
+       Body({{"content", "x"}, {"pieces", 1}}), 400, "pieces: unknown field"},
+      {"fields", "10,000-byte field name", "POST", comp, kJson,
+       Body(Completion({{std::string(10000, 'k'), 1}})), 400, "unknown field"},
+      {"fields", "non-empty logit_bias", "POST", chat, kJson, Body(Chat({{"logit_bias", {{"15", 100}}}})),
+       400, "logit_bias: token biases are not supported"},
       {"fields", "tool_choice required", "POST", chat, kJson, Body(Chat({{"tool_choice", "required"}})), 400,
        "tool_choice: only \"auto\" and \"none\""},
       {"fields", "embedding dimensions", "POST", emb, kJson, Body({{"input", "x"}, {"dimensions", 8}}), 400,
@@ -226,7 +250,8 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
        "model: expected a string, got integer"},
 
       // --- Chat messages.
-      {"chat", "messages missing", "POST", chat, kJson, Body({{"max_tokens", 2}}), 400, "messages: is required"},
+      {"chat", "messages missing", "POST", chat, kJson, Body({{"max_tokens", 2}}), 400,
+       "messages: is required"},
       {"chat", "empty messages list", "POST", chat, kJson, Body({{"messages", json::array()}}), 400,
        "messages: must contain at least one message"},
       {"chat", "messages is a string", "POST", chat, kJson, Body({{"messages", "hi"}}), 400,
@@ -235,11 +260,12 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
        "messages[0]: expected an object, got integer"},
       {"chat", "role missing", "POST", chat, kJson, Body({{"messages", {{{"content", "hi"}}}}}), 400,
        "messages[0].role: is required"},
-      {"chat", "role is a number", "POST", chat, kJson, Body({{"messages", {{{"role", 1}, {"content", "hi"}}}}}),
-       400, "messages[0].role: expected a string, got integer"},
+      {"chat", "role is a number", "POST", chat, kJson,
+       Body({{"messages", {{{"role", 1}, {"content", "hi"}}}}}), 400,
+       "messages[0].role: expected a string, got integer"},
       {"chat", "unknown role", "POST", chat, kJson,
-       Body({{"messages", {{{"role", "user"}, {"content", "hi"}}, {{"role", "wizard"}, {"content", "x"}}}}}), 400,
-       "messages[1].role: 'wizard' is not a role"},
+       Body({{"messages", {{{"role", "user"}, {"content", "hi"}}, {{"role", "wizard"}, {"content", "x"}}}}}),
+       400, "messages[1].role: 'wizard' is not a role"},
       {"chat", "content is an object", "POST", chat, kJson,
        Body({{"messages", {{{"role", "user"}, {"content", {{"text", "hi"}}}}}}}), 400,
        "messages[0].content: expected a string, a list of parts or null, got object"},
@@ -250,20 +276,23 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
        Body({{"messages",
               {{{"role", "user"},
                 {"content",
-                 {{{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,!!not-base64!!"}}}}}}}}}}),
+                 {{{"type", "image_url"},
+                   {"image_url", {{"url", "data:image/png;base64,!!not-base64!!"}}}}}}}}}}),
        400, "messages[0].content[0].type: 'image_url' is not supported"},
       {"chat", "tools is a string", "POST", chat, kJson, Body(Chat({{"tools", "calculator"}})), 400,
        "tools: expected a list, got string"},
-      {"chat", "chat_template_kwargs is a list", "POST", chat, kJson, Body(Chat({{"chat_template_kwargs", {1}}})),
-       400, "chat_template_kwargs: expected an object, got array"},
-      {"chat", "prompt longer than the context", "POST", chat, kJson, Body(Chat({{"messages", Msgs(Words(300))}})),
-       400, "tokens, but a slot's context holds 128"},
+      {"chat", "chat_template_kwargs is a list", "POST", chat, kJson,
+       Body(Chat({{"chat_template_kwargs", {1}}})), 400,
+       "chat_template_kwargs: expected an object, got array"},
+      {"chat", "prompt longer than the context", "POST", chat, kJson,
+       Body(Chat({{"messages", Msgs(Words(300))}})), 400, "tokens, but a slot's context holds 128"},
       {"chat", "bad parameter with stream: true (JSON error, not SSE)", "POST", chat, kJson,
-       Body(Chat({{"stream", true}, {"temperature", -1}})), 400, "temperature: must be between 0 and 1000000, got -1"},
+       Body(Chat({{"stream", true}, {"temperature", -1}})), 400,
+       "temperature: must be between 0 and 1000000, got -1"},
 
       // --- Generation parameters.
-      {"params", "temperature is a string", "POST", comp, kJson, Body(Completion({{"temperature", "hot"}})), 400,
-       "temperature: expected a number, got string"},
+      {"params", "temperature is a string", "POST", comp, kJson, Body(Completion({{"temperature", "hot"}})),
+       400, "temperature: expected a number, got string"},
       {"params", "negative temperature", "POST", comp, kJson, Body(Completion({{"temperature", -0.5}})), 400,
        "temperature: must be between 0 and 1000000, got -0.5"},
       {"params", "top_p above 1", "POST", comp, kJson, Body(Completion({{"top_p", 2}})), 400,
@@ -281,14 +310,17 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
       {"params", "max_tokens beyond uint64", "POST", comp, kJson,
        Text(R"({"prompt": "x", "max_tokens": 184467440737095516150})"), 400,
        "max_tokens: must be between -1 and 2147483647"},
-      {"params", "max_tokens 2^63", "POST", comp, kJson, Text(R"({"prompt": "x", "max_tokens": 9223372036854775808})"),
-       400, "max_tokens: must be between -1 and 2147483647, got 9223372036854775808"},
-      {"params", "max_tokens is a boolean", "POST", comp, kJson, Body(Completion({{"max_tokens", true}})), 400,
-       "max_tokens: expected an integer, got boolean"},
+      {"params", "max_tokens 2^63", "POST", comp, kJson,
+       Text(R"({"prompt": "x", "max_tokens": 9223372036854775808})"), 400,
+       "max_tokens: must be between -1 and 2147483647, got 9223372036854775808"},
+      {"params", "max_tokens is a boolean", "POST", comp, kJson, Body(Completion({{"max_tokens", true}})),
+       400, "max_tokens: expected an integer, got boolean"},
       {"params", "max_completion_tokens is a string", "POST", chat, kJson,
-       Body(Chat({{"max_completion_tokens", "10"}})), 400, "max_completion_tokens: expected an integer, got string"},
+       Body(Chat({{"max_completion_tokens", "10"}})), 400,
+       "max_completion_tokens: expected an integer, got string"},
       {"params", "n = 2", "POST", chat, kJson, Body(Chat({{"n", 2}})), 400, "n: only one choice per request"},
-      {"params", "n = 0", "POST", comp, kJson, Body(Completion({{"n", 0}})), 400, "n: must be between 1 and 1000"},
+      {"params", "n = 0", "POST", comp, kJson, Body(Completion({{"n", 0}})), 400,
+       "n: must be between 1 and 1000"},
       {"params", "best_of = 3", "POST", comp, kJson, Body(Completion({{"best_of", 3}})), 400,
        "best_of: only 1 is supported"},
       {"params", "fractional seed", "POST", comp, kJson, Body(Completion({{"seed", 1.5}})), 400,
@@ -309,14 +341,16 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
        "logprobs: log-probabilities are not supported"},
       {"params", "response_format json_schema", "POST", chat, kJson,
        Body(Chat({{"response_format", {{"type", "json_schema"}}}})), 400, "response_format.type"},
-      {"params", "frequency_penalty 5", "POST", comp, kJson, Body(Completion({{"frequency_penalty", 5}})), 400,
-       "frequency_penalty: must be between -2 and 2, got 5"},
+      {"params", "frequency_penalty 5", "POST", comp, kJson, Body(Completion({{"frequency_penalty", 5}})),
+       400, "frequency_penalty: must be between -2 and 2, got 5"},
       {"params", "repeat_last_n -2", "POST", comp, kJson, Body(Completion({{"repeat_last_n", -2}})), 400,
        "repeat_last_n: must be between -1"},
-      {"params", "echo", "POST", comp, kJson, Body(Completion({{"echo", true}})), 400, "echo: echoing the prompt"},
+      {"params", "echo", "POST", comp, kJson, Body(Completion({{"echo", true}})), 400,
+       "echo: echoing the prompt"},
 
       // --- Completion prompts.
-      {"prompt", "prompt missing", "POST", comp, kJson, Body({{"max_tokens", 2}}), 400, "prompt: is required"},
+      {"prompt", "prompt missing", "POST", comp, kJson, Body({{"max_tokens", 2}}), 400,
+       "prompt: is required"},
       {"prompt", "prompt is a number", "POST", comp, kJson, Body({{"prompt", 42}}), 400,
        "prompt: expected a string, a list of strings"},
       {"prompt", "empty prompt list", "POST", comp, kJson, Body({{"prompt", json::array()}}), 400,
@@ -325,7 +359,8 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
        "prompt[1]: must be between 0 and 2147483647, got -3"},
       {"prompt", "token id outside the vocabulary", "POST", comp, kJson, Body({{"prompt", {1, 151936}}}), 400,
        "token id 151936 is outside the vocabulary [0, 151936)"},
-      {"prompt", "list mixing strings and objects", "POST", comp, kJson, Body({{"prompt", {"a", {{"b", 1}}}}}), 400,
+      {"prompt", "list mixing strings and objects", "POST", comp, kJson,
+       Body({{"prompt", {"a", {{"b", 1}}}}}), 400,
        "prompt[1]: expected a string or a list of token ids, got object"},
       {"prompt", "token prompt longer than the context", "POST", comp, kJson,
        [] { return json{{"prompt", std::vector<int>(1000, 100)}}.dump(); }, 400,
@@ -345,10 +380,12 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
        "input: must not be an empty list"},
       {"embeddings", "empty token list", "POST", emb, kJson, Body({{"input", {json::array()}}}), 400,
        "the prompt is empty"},
-      {"embeddings", "encoding_format base65", "POST", emb, kJson, Body({{"input", "x"}, {"encoding_format", "base65"}}),
-       400, "encoding_format: must be \"float\" or \"base64\", got \"base65\""},
+      {"embeddings", "encoding_format base65", "POST", emb, kJson,
+       Body({{"input", "x"}, {"encoding_format", "base65"}}), 400,
+       "encoding_format: must be \"float\" or \"base64\", got \"base65\""},
       {"embeddings", "encoding_format is a number", "POST", emb, kJson,
-       Body({{"input", "x"}, {"encoding_format", 64}}), 400, "encoding_format: expected a string, got integer"},
+       Body({{"input", "x"}, {"encoding_format", 64}}), 400,
+       "encoding_format: expected a string, got integer"},
       {"embeddings", "input longer than the context", "POST", emb, kJson,
        Body({{"input", {"short", Words(300)}}}), 400, "input[1]: the prompt has"},
 
@@ -363,16 +400,16 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
        "tokens[0]: must be between 0"},
       {"tokenize", "token 1e10", "POST", "/detokenize", kJson, Body({{"tokens", {1, 1e10}}}), 400,
        "tokens[1]: must be between 0 and 2147483647"},
-      {"tokenize", "token outside the vocabulary", "POST", "/detokenize", kJson, Body({{"tokens", {1, 999999}}}),
-       400, "tokens[1]: token id 999999 is outside the vocabulary"},
+      {"tokenize", "token outside the vocabulary", "POST", "/detokenize", kJson,
+       Body({{"tokens", {1, 999999}}}), 400, "tokens[1]: token id 999999 is outside the vocabulary"},
 
       // --- Slots.
       {"slots", "slot id is not a number", "POST", "/slots/abc?action=erase", kNoType, Text(""), 404,
        "no route for POST /slots/abc"},
       {"slots", "slot id out of range", "POST", "/slots/7?action=erase", kNoType, Text(""), 400,
        "slot id 7 does not exist"},
-      {"slots", "slot id beyond int", "POST", "/slots/99999999999999999999?action=erase", kNoType, Text(""), 400,
-       "slot id: '99999999999999999999' is not a slot number"},
+      {"slots", "slot id beyond int", "POST", "/slots/99999999999999999999?action=erase", kNoType, Text(""),
+       400, "slot id: '99999999999999999999' is not a slot number"},
       {"slots", "unknown action", "POST", "/slots/0?action=explode", kNoType, Text(""), 400,
        "action: must be save, restore or erase, got 'explode'"},
       {"slots", "save without filename", "POST", "/slots/0?action=save", kJson, Body(json::object()), 400,
@@ -388,7 +425,8 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
       {"routes", "unknown route", "GET", "/v2/models", kNoType, nullptr, 404, "no route for GET /v2/models"},
       {"routes", "unknown POST route", "POST", "/v1/nothing", kJson, Body(json::object()), 404,
        "no route for POST /v1/nothing"},
-      {"routes", "GET on a POST route", "GET", chat, kNoType, nullptr, 404, "no route for GET /v1/chat/completions"},
+      {"routes", "GET on a POST route", "GET", chat, kNoType, nullptr, 404,
+       "no route for GET /v1/chat/completions"},
       {"routes", "PUT on a POST route", "PUT", comp, kJson, Body(Completion()), 404, "no route for PUT"},
       {"routes", "DELETE /health", "DELETE", "/health", kNoType, nullptr, 404, "no route for DELETE /health"},
       {"routes", "20 KB URL", "GET", "/v1/models?q=" + std::string(20000, 'x'), kNoType, nullptr, 414, "URI"},
@@ -399,13 +437,14 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
 // Cases that must be accepted (the edges of the rules above).
 std::vector<Case> AcceptedCases() {
   const std::string chat = "/v1/chat/completions", comp = "/v1/completions";
-  std::string deepest = "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 2, "
-                        "\"chat_template_kwargs\": {\"x\": " +
-                        Nested(126) + "}}";  // body object, kwargs object, 126 arrays: 128 levels
+  std::string deepest =
+      "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 2, "
+      "\"chat_template_kwargs\": {\"x\": " +
+      Nested(126) + "}}";  // body object, kwargs object, 126 arrays: 128 levels
   return {
       {"accepted", "no Content-Type header", "POST", comp, kNoType, Body(Completion()), 200, "choices"},
-      {"accepted", "charset=UTF-8 in any case", "POST", chat, "application/json; charset=\"UTF-8\"", Body(Chat()),
-       200, "choices"},
+      {"accepted", "charset=UTF-8 in any case", "POST", chat, "application/json; charset=\"UTF-8\"",
+       Body(Chat()), 200, "choices"},
       {"accepted", "application/*+json", "POST", comp, "application/vnd.api+json", Body(Completion()), 200,
        "choices"},
       {"accepted", "nesting exactly at the limit", "POST", chat, kJson, Text(deepest), 200, "choices"},
@@ -415,12 +454,16 @@ std::vector<Case> AcceptedCases() {
       {"accepted", "NUL and escapes inside a string", "POST", comp, kJson,
        Text(R"({"prompt": "a\u0000b\t\"c\"\ud83d\ude00", "max_tokens": 2})"), 200, "choices"},
       {"accepted", "huge max_tokens stops at the end of the slot", "POST", comp, kJson,
-       Body(Completion({{"max_tokens", 2147483647}, {"ignore_eos", true}})), 200, "\"finish_reason\":\"length\""},
+       Body(Completion({{"max_tokens", 2147483647}, {"ignore_eos", true}})), 200,
+       "\"finish_reason\":\"length\""},
       {"accepted", "32 stop strings of 256 bytes", "POST", comp, kJson,
-       [] { return Completion({{"stop", std::vector<std::string>(32, std::string(256, 'q'))}}).dump(); }, 200,
-       "choices"},
+       [] {
+         return Completion({{"stop", std::vector<std::string>(32, std::string(256, 'q'))}}).dump();
+       },
+       200, "choices"},
       {"accepted", "metadata fields OpenAI clients send", "POST", chat, kJson,
-       Body(Chat({{"model", "any"}, {"user", "u1"}, {"tool_choice", "auto"}, {"logit_bias", json::object()}})),
+       Body(
+           Chat({{"model", "any"}, {"user", "u1"}, {"tool_choice", "auto"}, {"logit_bias", json::object()}})),
        200, "choices"},
   };
 }
@@ -430,7 +473,8 @@ struct Probe {
   std::string path;
   json body;
   std::string Text(const json& r) const {
-    if (!r.is_object() || !r.contains("choices") || r["choices"].empty()) return "<no choices: " + r.dump() + ">";
+    if (!r.is_object() || !r.contains("choices") || r["choices"].empty())
+      return "<no choices: " + r.dump() + ">";
     const json& c = r["choices"][0];
     return c.contains("message") ? c["message"]["content"].get<std::string>() : c["text"].get<std::string>();
   }
@@ -460,14 +504,18 @@ TEST(ServerHostile, EveryMalformedRequestGetsAPrecise4xxAndTheServerStaysCorrect
   REQUIRE_SHARED_FILE(kModel);
   const std::string slot_dir = NewScratchFile("hostile-slots");
   std::filesystem::create_directories(slot_dir);
-  START_SERVER(srv, {"-m", SharedPath(kModel), "-c", std::to_string(2 * kCtxPerSlot), "-np", "2", "--embeddings",
-                     "--slot-save-path", slot_dir, "--max-queue", "8"});
+  START_SERVER(srv, {"-m", SharedPath(kModel), "-c", std::to_string(2 * kCtxPerSlot), "-np", "2",
+                     "--embeddings", "--slot-save-path", slot_dir, "--max-queue", "8"});
   const auto t0 = std::chrono::steady_clock::now();
 
   const std::vector<Probe> probes = {
       {"/v1/chat/completions",
-       {{"messages", Msgs("Tell me a story about a cat.")}, {"temperature", 0}, {"max_tokens", 8}, {"ignore_eos", true}}},
-      {"/v1/completions", {{"prompt", "Once upon a time"}, {"temperature", 0}, {"max_tokens", 8}, {"ignore_eos", true}}},
+       {{"messages", Msgs("Tell me a story about a cat.")},
+        {"temperature", 0},
+        {"max_tokens", 8},
+        {"ignore_eos", true}}},
+      {"/v1/completions",
+       {{"prompt", "Once upon a time"}, {"temperature", 0}, {"max_tokens", 8}, {"ignore_eos", true}}},
   };
   std::vector<std::string> expected;
   for (const Probe& p : probes) {
@@ -504,8 +552,9 @@ TEST(ServerHostile, EveryMalformedRequestGetsAPrecise4xxAndTheServerStaysCorrect
 
   // Request lines cpp-httplib 0.11 cannot parse (unknown method, no path, bad version) get no reply at all:
   // the library closes the connection before any hook runs. The server must simply carry on.
-  const std::vector<std::string> unparseable = {"HELLO\r\n\r\n", "GET\r\n\r\n", "GET /health HTTP/9.9\r\n\r\n",
-                                                std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11)};
+  const std::vector<std::string> unparseable = {
+      "HELLO\r\n\r\n", "GET\r\n\r\n", "GET /health HTTP/9.9\r\n\r\n",
+      std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11)};
   for (const std::string& raw : unparseable) {
     const Reply r = SendRaw(srv->port(), raw);
     EXPECT_EQ(r.status, 0) << r.body;
@@ -537,9 +586,10 @@ TEST(ServerHostile, MaxBodySizeFlag) {
   EXPECT_NE(ok.status, 413) << ok.body;
   const std::string over = at_limit + " ";
   const Reply r = Send(*srv, "POST", "/v1/completions", kJson, &over, {});
-  ExpectOpenAiError({"flag", "1 KiB limit", "POST", "/v1/completions", kJson, nullptr, 413,
-                     "the request body (1025 bytes) is larger than the server's limit of 1 KiB (--max-body-size)"},
-                    r);
+  ExpectOpenAiError(
+      {"flag", "1 KiB limit", "POST", "/v1/completions", kJson, nullptr, 413,
+       "the request body (1025 bytes) is larger than the server's limit of 1 KiB (--max-body-size)"},
+      r);
   EXPECT_EQ(srv->Post("/v1/completions", Completion()).status, 200);
 
   const std::string bin = LAZYSLOT_BINARY;
