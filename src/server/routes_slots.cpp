@@ -2,6 +2,7 @@
 // POST /slots/{id}?action=save|restore|erase with {"filename": ...} (files live in --slot-save-path).
 #include "server/errors.h"
 #include "server/openai_params.h"
+#include "server/request_body.h"
 #include "server/server_state.h"
 
 namespace lazyslot::server {
@@ -56,8 +57,11 @@ void SlotAction(ServerState& st, const httplib::Request& req, httplib::Response&
     return SendJson(res, {{"id_slot", r->id}, {"n_erased", r->n_tokens}});
   }
   if (action != "save" && action != "restore") return SetStatusError(res, r.status());
-  Result<Json> body = ParseJsonObject(req.body);
-  if (!body.ok()) return SetStatusError(res, body.status());
+  std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
+  if (!body) return;
+  if (Status known = CheckKnownFields(*body, RequestKind::kSlotFile); !known.ok()) {
+    return SetStatusError(res, known);
+  }
   Result<std::string> filename = GetString(*body, "filename", "");
   if (!filename.ok()) return SetStatusError(res, filename.status());
   if (filename->empty()) return SetError(res, 400, "filename: is required", "filename");
