@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "loopback.h"
 #include "test_util.h"
 
 namespace lazyslot::testing {
@@ -48,23 +49,6 @@ inline std::string ReadAll(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// A port that was free a moment ago: bind port 0, read the port, close (serve takes --port as llama-server).
-inline int FreePort() {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(s);
-    return -1;
-  }
-  socklen_t len = sizeof(a);
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  close(s);
-  return ntohs(a.sin_port);
 }
 
 inline std::string ShellQuote(const std::string& s) {
@@ -248,15 +232,8 @@ class ServerProcess {
 
 // A raw HTTP/1.1 request on a socket, for tests that must hang up mid-response. Returns the fd (or -1).
 inline int OpenRawRequest(int port, const std::string& path, const std::string& body) {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(s);
-    return -1;
-  }
+  const int s = ConnectLoopback(port);
+  if (s < 0) return -1;
   const std::string req = "POST " + path +
                           " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "loopback.h"
+
 namespace lazyslot::soak {
 namespace {
 
@@ -102,20 +104,8 @@ class Reader {
 };
 
 int Connect(int port, std::string* detail) {
-  const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (s < 0) {
-    *detail = std::string("socket: ") + std::strerror(errno);
-    return -1;
-  }
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    *detail = std::string("connect: ") + std::strerror(errno);
-    close(s);
-    return -1;
-  }
+  const int s = testing::ConnectLoopback(port);
+  if (s < 0) *detail = std::string("connect: ") + std::strerror(errno);
   return s;
 }
 

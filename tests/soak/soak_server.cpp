@@ -16,27 +16,12 @@
 #include <sstream>
 #include <thread>
 
+#include "loopback.h"
+
 #include "soak_http.h"
 
 namespace lazyslot::soak {
 namespace {
-
-// A port that was free a moment ago (bind port 0, read it, close).
-int FreePort() {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(s);
-    return -1;
-  }
-  socklen_t len = sizeof(a);
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  close(s);
-  return ntohs(a.sin_port);
-}
 
 std::string DescribeWait(int wstatus) {
   if (WIFEXITED(wstatus)) return "exited with status " + std::to_string(WEXITSTATUS(wstatus));
@@ -64,7 +49,7 @@ std::unique_ptr<ServerChild> ServerChild::Start(const std::string& binary,
   std::unique_ptr<ServerChild> c(new ServerChild());
   c->log_path_ = log_path;
   for (int attempt = 0; attempt < 3; ++attempt) {  // another process may take the free port first
-    c->port_ = FreePort();
+    c->port_ = testing::FreePort();
     c->exited_ = false;
     std::vector<std::string> argv = {binary,      "serve",  "--host",
                                      "127.0.0.1", "--port", std::to_string(c->port_)};
