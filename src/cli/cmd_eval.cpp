@@ -66,7 +66,7 @@ Result<nlohmann::json> Eval(const EvalOptions& o) {
   const bool embed = pooling != PoolingType::kNone;
   const uint8_t flag = embed ? Batch::kHidden : Batch::kLogits;
   for (size_t i = 0; i < tokens.size(); ++i) {
-    batch.Add(tokens[i], static_cast<int32_t>(i), 0, all_rows || i + 1 == tokens.size() ? flag : Batch::kNone);
+    batch.Add(tokens[i], static_cast<int32_t>(i), 0, all_rows || i + 1 == tokens.size() ? flag : static_cast<uint8_t>(Batch::kNone));
   }
   ForwardOutput out;
   LS_RETURN_IF_ERROR(fwd.Run(batch, &out));
