@@ -646,7 +646,8 @@ void AddBenchMemoryCommand(CLI::App& root, int* exit_code) {
   sub->add_option("--prompt-tokens", o->prompt_tokens, "Prompt length of each request")
       ->capture_default_str();
   sub->add_option("-n,--n-predict", o->n_predict, "Tokens generated per request")->capture_default_str();
-  sub->add_option("--speed-reps", o->speed_reps, "Requests per mode for TTFT and tokens/s, both servers up, sent in turn")
+  sub->add_option("--speed-reps", o->speed_reps,
+                  "Requests per mode for TTFT and tokens/s, both servers up, sent in turn")
       ->capture_default_str();
   sub->add_option("--idle-timeout", o->idle_timeout, "Server's --idle-timeout (s)")->capture_default_str();
   sub->add_option("--idle-release-weights", o->idle_weights, "Server's --idle-release-weights (s)")

@@ -25,7 +25,9 @@ constexpr int kKeyBlock = 32;  // scores computed per block of keys before the s
 constexpr int kPrefetchKeys = 8;
 
 inline void Prefetch(const uint8_t* p, size_t bytes) {
-  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
+  for (size_t off = 0; off < bytes; off += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
+  }
 }
 
 bool HaveF16Simd() {

@@ -12,9 +12,9 @@ void SendJson(httplib::Response& res, const nlohmann::json& j) {
   res.set_content(Dump(j), "application/json; charset=utf-8");
 }
 
-// The array llama-server returns, plus a `memory` object per slot: the slot's own KV figures (reserved address
-// space, committed bytes from the cache's tracking, cells in use) and process-wide ones (the same in every entry,
-// so that the reply stays an array as llama-server clients expect).
+// The array llama-server returns, plus a `memory` object per slot: the slot's own KV figures (reserved
+// address space, committed bytes from the cache's tracking, cells in use) and process-wide ones (the same in
+// every entry, so that the reply stays an array as llama-server clients expect).
 void ListSlots(ServerState& st, httplib::Response& res) {
   const EngineStats stats = st.engine->Stats();
   const MemoryReport mem = st.engine->Memory();

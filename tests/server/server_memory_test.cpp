@@ -1,7 +1,7 @@
 // KV memory through the real server: /slots reports each slot's reserved and committed KV and the process's
-// RSS and resident weights; --kv-budget holds under concurrent requests (the cache's own peak and the kernel's
-// mincore count, polled during the run, never pass it), the requests that wait still give the same greedy
-// text, and a request that could never fit gets an immediate 503 that gives the numbers.
+// RSS and resident weights; --kv-budget holds under concurrent requests (the cache's own peak and the
+// kernel's mincore count, polled during the run, never pass it), the requests that wait still give the same
+// greedy text, and a request that could never fit gets an immediate 503 that gives the numbers.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -42,7 +42,8 @@ std::string Prompt(int i, int sentences) {
 }
 
 std::string Complete(ServerProcess& srv, const std::string& prompt, int max_tokens, int* status) {
-  HttpResult r = srv.Post("/v1/completions", {{"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}});
+  HttpResult r =
+      srv.Post("/v1/completions", {{"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}});
   *status = r.status;
   if (r.status != 200) return r.body;
   return r.Json()["choices"][0]["text"].get<std::string>();
@@ -121,7 +122,8 @@ TEST(ServerMemory, BudgetHoldsUnderConcurrentRequests) {
   std::vector<int> status(kRequests);
   std::vector<std::thread> clients;
   for (int i = 0; i < kRequests; ++i) {
-    clients.emplace_back([&, i] { together[i] = Complete(*srv, Prompt(i, kSentences), kMaxTokens, &status[i]); });
+    clients.emplace_back(
+        [&, i] { together[i] = Complete(*srv, Prompt(i, kSentences), kMaxTokens, &status[i]); });
   }
   for (std::thread& t : clients) t.join();
   done = true;
@@ -134,7 +136,8 @@ TEST(ServerMemory, BudgetHoldsUnderConcurrentRequests) {
   const double peak = Metric(metrics, "lazyslot:kv_peak_committed_bytes");
   EXPECT_GT(peak, static_cast<double>(one_request)) << "two requests should have run at once";
   EXPECT_LE(peak, static_cast<double>(budget)) << "the cache's own peak passed --kv-budget";
-  EXPECT_LE(max_resident.load(), budget) << "mincore saw more KV than --kv-budget (" << polls.load() << " polls)";
+  EXPECT_LE(max_resident.load(), budget)
+      << "mincore saw more KV than --kv-budget (" << polls.load() << " polls)";
   EXPECT_GT(polls.load(), 0);
 
   // Needs more cells than the whole budget holds, though it fits a slot's context: refused at once.
