@@ -2,6 +2,7 @@
 # Sanitizer suites. `asan`: build-asan (ASan + UBSan, UBSan fatal, RelWithDebInfo) runs ctest -L 'unit|integration'.
 # `tsan`: build-tsan (TSan, RelWithDebInfo) runs the threaded tests: ops (thread pool, matmul), engine (scheduler),
 # server (HTTP). Usage: scripts/test-sanitizers.sh [asan|tsan|all] (default all); non-zero exit on any failure.
+# ASAN_LABELS narrows the ASan suite to other ctest labels (default 'unit|integration').
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -59,7 +60,7 @@ if [ "$WHAT" = asan ] || [ "$WHAT" = all ]; then
   export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:log_path=$logs/asan:log_exe_name=1"
   export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan:log_exe_name=1"
   export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp"
-  suite asan build-asan address,undefined "" -L 'unit|integration' || status=1
+  suite asan build-asan address,undefined "" -L "${ASAN_LABELS:-unit|integration}" || status=1
   unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
 fi
 if [ "$WHAT" = tsan ] || [ "$WHAT" = all ]; then
