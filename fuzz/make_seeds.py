@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Writes the seed corpora under fuzz/corpus/ (deterministic; re-run after changing it).
 
+`make_seeds.py --gguf-out DIR` writes only the GGUF seeds, into DIR: they are binary files, so they are not kept in
+the repository; scripts/fuzz.sh generates them into its scratch corpus (with the files of ../shared/models).
+
 Small valid GGUF files built field by field, tokenizer texts from ../shared vocab test inputs, request bodies,
 and chat templates read from the vocab GGUFs in ../shared. Every file stays far below 64 KB.
 """
@@ -14,8 +17,11 @@ SHARED = os.path.join(HERE, "..", "..", "shared")
 CORPUS = os.path.join(HERE, "corpus")
 
 
+GGUF_OUT = None  # set by --gguf-out
+
+
 def write(target, name, data):
-    d = os.path.join(CORPUS, target)
+    d = GGUF_OUT if target == "gguf" else os.path.join(CORPUS, target)
     os.makedirs(d, exist_ok=True)
     if isinstance(data, str):
         data = data.encode("utf-8")
@@ -117,11 +123,6 @@ def gguf_seeds():
                kv("tokenizer.ggml.eot_token_id", U32, 0xFFFFFFFF)]
         write("gguf", "vocab_bpe_%s.bin" % pre, gguf(bpe))
 
-    # The start of a real model: metadata of a real file, cut off (the reader must say where).
-    path = os.path.join(SHARED, "models", "stories260K.gguf")
-    if os.path.exists(path):
-        with open(path, "rb") as f:
-            write("gguf", "stories260K_head_8k.bin", f.read(8192))
 
 
 # ---- minimal GGUF reader for the chat templates in ../shared -----------------------------------------------
@@ -253,7 +254,11 @@ def chat_template_seeds():
 
 
 def main():
-    gguf_seeds()
+    global GGUF_OUT
+    if len(sys.argv) == 3 and sys.argv[1] == "--gguf-out":
+        GGUF_OUT = sys.argv[2]
+        gguf_seeds()
+        return 0
     tokenizer_seeds()
     request_seeds()
     chat_template_seeds()

@@ -31,7 +31,14 @@ nice -n "$NICE" cmake --build "$ROOT/build-fuzz" -j2 --target $(printf '%s_fuzz 
 run_one() {
   local t=$1 dir="$WORK/$1"
   mkdir -p "$dir/corpus" "$dir/artifacts"
-  cp -r "$ROOT/fuzz/corpus/$t/." "$dir/corpus/"  # new inputs land in the scratch copy, never in the repo
+  # New inputs land in the scratch copy, never in the repo. GGUF seeds are files, not kept in the repo: they are
+  # generated here, plus the small and the malformed GGUF files of ../shared/models.
+  if [ "$t" = gguf ]; then
+    python3 "$ROOT/fuzz/make_seeds.py" --gguf-out "$dir/corpus"
+    cp "$ROOT/../shared/models/invalid/"* "$ROOT/../shared/models/stories260K.gguf" "$dir/corpus/"
+  else
+    cp -r "$ROOT/fuzz/corpus/$t/." "$dir/corpus/"
+  fi
   local dict=()
   [ -f "$ROOT/fuzz/dict/$t.dict" ] && dict=(-dict="$ROOT/fuzz/dict/$t.dict")
   local rc=0

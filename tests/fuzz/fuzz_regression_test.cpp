@@ -24,8 +24,22 @@ namespace {
 namespace fs = std::filesystem;
 using FuzzFn = int (*)(const uint8_t*, size_t);
 
+// GGUF inputs are files, so they are not kept in the repository: the gguf target replays the files in
+// ../shared (every malformed file of models/invalid/, a small model and an SPM and a BPE vocabulary).
+const char* const kSharedGgufInputs[] = {"models/stories260K.gguf", "models/vocab/ggml-vocab-llama-spm.gguf",
+                                         "models/vocab/ggml-vocab-gpt-2.gguf"};
+
 std::vector<fs::path> InputsOf(const std::string& target) {
   std::vector<fs::path> files;
+  if (target == "gguf") {
+    for (const char* rel : kSharedGgufInputs) files.push_back(lazyslot::testing::SharedPath(rel));
+    const fs::path invalid = lazyslot::testing::SharedPath("models/invalid");
+    if (fs::is_directory(invalid)) {
+      for (const auto& e : fs::directory_iterator(invalid)) {
+        if (e.is_regular_file()) files.push_back(e.path());
+      }
+    }
+  }
   for (const char* kind : {"corpus", "regressions"}) {
     const fs::path dir = fs::path(LAZYSLOT_SOURCE_DIR) / "fuzz" / kind / target;
     if (!fs::is_directory(dir)) continue;
@@ -56,7 +70,11 @@ void RunAll(const std::string& target, FuzzFn fn) {
   std::printf("[ fuzz     ] %s: %zu inputs\n", target.c_str(), files.size());
 }
 
-TEST(FuzzRegression, Gguf) { RunAll("gguf", LazyslotFuzzGguf); }
+TEST(FuzzRegression, Gguf) {
+  for (const char* rel : kSharedGgufInputs) REQUIRE_SHARED_FILE(rel);
+  REQUIRE_SHARED_FILE("models/invalid");
+  RunAll("gguf", LazyslotFuzzGguf);
+}
 
 TEST(FuzzRegression, Tokenizer) {
   REQUIRE_SHARED_FILE("models/vocab/ggml-vocab-llama-spm.gguf");
