@@ -189,13 +189,8 @@ TEST(ServerErrors, BadFlagsAndMissingModelExitNonZero) {
                             .c_str()),
             0);
   // --help documents every flag.
-  FILE* p = popen((bin + " serve --help").c_str(), "r");
-  ASSERT_NE(p, nullptr);
   std::string help;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) help.append(buf, n);
-  pclose(p);
+  RunShell(bin + " serve --help", &help);
   for (const char* flag :
        {"--model", "--ctx-size", "--parallel", "-np", "--threads", "--batch-size", "--host", "--port",
         "--api-key", "--embeddings", "--pooling", "--chat-template", "--max-queue"}) {

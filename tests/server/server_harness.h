@@ -44,6 +44,17 @@ inline std::string NewScratchFile(const std::string& stem) {
   return ScratchDir() + "/" + stem + "-" + std::to_string(n.fetch_add(1));
 }
 
+// Runs a shell command, returning its exit status and appending its output (stdout and stderr) to *out.
+inline int RunShell(const std::string& cmd, std::string* out) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out->append(buf, n);
+  const int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 inline std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream ss;

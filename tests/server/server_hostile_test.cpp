@@ -595,13 +595,8 @@ TEST(ServerHostile, MaxBodySizeFlag) {
   const std::string bin = LAZYSLOT_BINARY;
   EXPECT_NE(std::system((bin + " serve --max-body-size lots >/dev/null 2>&1").c_str()), 0);
   EXPECT_NE(std::system((bin + " serve --max-body-size 0 >/dev/null 2>&1").c_str()), 0);
-  FILE* p = popen((bin + " serve --help").c_str(), "r");
-  ASSERT_NE(p, nullptr);
   std::string help;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) help.append(buf, n);
-  pclose(p);
+  RunShell(bin + " serve --help", &help);
   EXPECT_NE(help.find("--max-body-size"), std::string::npos);
 }
 

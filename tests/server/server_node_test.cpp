@@ -14,17 +14,6 @@ bool HaveCommand(const std::string& name) {
   return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;
 }
 
-// Runs a shell command, returning its exit status and appending its output to *out.
-int RunShell(const std::string& cmd, std::string* out) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out->append(buf, n);
-  const int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 TEST(ServerNodeClient, OfficialOpenAiPackage) {
   REQUIRE_SHARED_FILE(kQwenVocab);
   if (!HaveCommand("node") || !HaveCommand("npm")) {
