@@ -97,7 +97,7 @@ std::vector<std::vector<float>> RunSequences(const Model& model, const std::vect
   for (size_t i = 0; i < longest; ++i) {
     for (size_t s = 0; s < seqs.size(); ++s) {
       const uint8_t flag = hidden ? Batch::kHidden : Batch::kLogits;
-      if (i < seqs[s].size()) b.Add(seqs[s][i], static_cast<int32_t>(i), static_cast<int32_t>(s), static_cast<int32_t>(i) >= logits_from ? flag : Batch::kNone);
+      if (i < seqs[s].size()) b.Add(seqs[s][i], static_cast<int32_t>(i), static_cast<int32_t>(s), static_cast<int32_t>(i) >= logits_from ? flag : static_cast<uint8_t>(Batch::kNone));
     }
   }
   ForwardOutput out;
