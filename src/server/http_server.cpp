@@ -102,6 +102,9 @@ void InstallHooks(ServerState& st) {
         }
         if (res.status == 404) {
           SetError(res, 404, "no route for " + req.method + " " + req.path);
+        } else if (res.status == 400 && req.path.empty()) {
+          // httplib sets the path only once the request line parsed (method, target, HTTP/1.0 or 1.1).
+          SetError(res, 400, "malformed HTTP request line (expected 'METHOD /path HTTP/1.1')");
         } else if (res.status == 400) {
           SetError(res, 400,
                    "malformed HTTP request (a POST needs a body with Content-Length or chunked encoding)");
