@@ -1,6 +1,6 @@
 // Attention for one (token, kv head group): scores over the slot's cells, softmax, weighted sum of V rows.
-// F16 caches take a vectorized path (F16C conversions, no FMA so every product and sum rounds exactly as
-// the scalar definition does); other cache types use the scalar definition.
+// F16 caches take vectorized paths that round exactly as the scalar definition of each mode does (kStandard
+// without FMA, kFlash with FMA in a fixed lane order); other cache types use the scalar definitions.
 #include "ops/attention.h"
 
 #include <immintrin.h>
@@ -12,6 +12,7 @@
 #include "quant/fp16.h"
 #include "quant/kernels.h"
 #include "quant/quant.h"
+#include "quant/simd_x86.h"
 
 namespace lazyslot {
 
@@ -37,26 +38,6 @@ bool HaveF16Simd() {
 
 // The vector helpers take n % 8 == 0. target("avx2,f16c") without "fma": the compiler cannot fuse the
 // multiply and the add, which keeps results bit-identical to the scalar loops below.
-__attribute__((target("avx2,f16c"))) void ScaleF16(uint16_t* acc, float s, int n) {
-  const __m256 vs = _mm256_set1_ps(s);
-  for (int d = 0; d < n; d += 8) {
-    __m128i* p = reinterpret_cast<__m128i*>(acc + d);
-    const __m256 a = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(p)), vs);
-    _mm_storeu_si128(p, _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT));
-  }
-}
-
-// acc = f16(f32(acc) + f32(v) * s)
-__attribute__((target("avx2,f16c"))) void MadF16(uint16_t* acc, const uint16_t* v, float s, int n) {
-  const __m256 vs = _mm256_set1_ps(s);
-  for (int d = 0; d < n; d += 8) {
-    __m128i* p = reinterpret_cast<__m128i*>(acc + d);
-    const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + d)));
-    const __m256 a = _mm256_add_ps(_mm256_cvtph_ps(_mm_loadu_si128(p)), _mm256_mul_ps(x, vs));
-    _mm_storeu_si128(p, _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT));
-  }
-}
-
 // out += p * f32(v)
 __attribute__((target("avx2,f16c"))) void MadF32FromF16(float* out, const uint16_t* v, float p, int n) {
   const __m256 vp = _mm256_set1_ps(p);
@@ -66,107 +47,196 @@ __attribute__((target("avx2,f16c"))) void MadF32FromF16(float* out, const uint16
   }
 }
 
-// out = f32(acc) * inv
-__attribute__((target("avx2,f16c"))) void F16ToF32Scaled(const uint16_t* acc, float inv, float* out, int n) {
-  const __m256 vi = _mm256_set1_ps(inv);
-  for (int d = 0; d < n; d += 8) {
-    _mm256_storeu_ps(out + d,
-                     _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(acc + d))), vi));
+// ---- kFlash. Keys go by blocks of kKeyBlock: the block's scores first, then one softmax update per block
+// (the running max M moves once, rescaling the f32 accumulator and the sum S), then the block's V rows.
+// q is rounded as a K row's dot type (F16 for an F16 cache). A score is q.k summed in 8 lanes (lane e % 8,
+// fused multiply-adds in order of e) and then ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). V rows are added with
+// fused multiply-adds in key order, the accumulator rounded to F16 after each key and each rescale, as
+// llama.cpp's F16 accumulator does (an f32 one changes greedy continuations of small models against
+// llama-server's). The scalar definition and the AVX2 path do exactly these operations.
+
+inline float RoundF16(float x) { return F16ToF32(F32ToF16(x)); }
+
+LS_TARGET_AVX2 inline __m256 RoundF16x8(__m256 x) {
+  return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT));
+}
+
+float LaneDot(const float* q, const float* k, int n) {
+  float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int e = 0; e < n; ++e) lane[e % 8] = std::fma(q[e], k[e], lane[e % 8]);
+  return ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+}
+
+// The softmax step of one block for one head: returns the block's probabilities in p[0..nb) and updates
+// m and sum; acc[hd] is rescaled when the max grows.
+void FlashSoftmaxBlock(const float* score, int nb, float* p, float& m, float& sum, float* acc, int hd) {
+  float m_blk = m;
+  for (int jj = 0; jj < nb; ++jj) m_blk = std::max(m_blk, score[jj]);
+  if (m_blk > m) {
+    const float ms = std::exp(m - m_blk);  // 0 on the first block
+    for (int d = 0; d < hd; ++d) acc[d] = RoundF16(acc[d] * ms);
+    sum *= ms;
+    m = m_blk;
+  }
+  for (int jj = 0; jj < nb; ++jj) {
+    p[jj] = std::exp(score[jj] - m);
+    sum += p[jj];
   }
 }
 
-// The definition of kFlash for one head: one pass over the cells with a running max M and sum S; the
-// weighted V sum lives in F16 and is rescaled whenever the max grows. O(head_dim) state at any length.
+// The definition of kFlash for one head. O(head_dim + kKeyBlock) state at any length.
 void FlashHeadScalar(const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv, float scale, float* out,
                      AttentionScratch& s) {
   const TensorType q_type = quant::VecDotType(kv.type_k);
-  const size_t q_bytes = RowBytes(q_type, head_dim);
-  if (s.q_enc.size() < q_bytes) s.q_enc.resize(q_bytes);
-  if (s.acc16.size() < static_cast<size_t>(head_dim)) s.acc16.resize(head_dim);
-  if (s.v_row.size() < static_cast<size_t>(head_dim)) s.v_row.resize(head_dim);
+  const size_t hd = static_cast<size_t>(head_dim);
+  if (s.q_enc.size() < RowBytes(q_type, head_dim)) s.q_enc.resize(RowBytes(q_type, head_dim));
+  if (s.q_f.size() < 3 * hd) s.q_f.resize(3 * hd);
+  if (s.acc.size() < hd) s.acc.resize(hd);
+  if (s.scores.size() < 2 * kKeyBlock) s.scores.resize(2 * kKeyBlock);
+  float* qr = s.q_f.data();        // q as the dot sees it
+  float* krow = qr + hd;           // decoded K slice
+  float* vrow = krow + hd;         // decoded V slice
+  float* acc = s.acc.data();
+  float* score = s.scores.data();  // [kKeyBlock] scores, then [kKeyBlock] probabilities
   quant::QuantizeRow(q_type, q, s.q_enc.data(), head_dim);
+  quant::DequantizeRow(q_type, s.q_enc.data(), qr, head_dim);
   const size_t k_off = RowBytes(kv.type_k, static_cast<int64_t>(g) * head_dim);
   const size_t v_off = RowBytes(kv.type_v, static_cast<int64_t>(g) * head_dim);
-  uint16_t* acc = s.acc16.data();
-  std::fill(acc, acc + head_dim, uint16_t{0});
+  std::fill(acc, acc + hd, 0.0f);
   float m = -INFINITY, sum = 0.0f;
-  for (int32_t j = 0; j < n_kv; ++j) {
-    const float score =
-        quant::VecDot(kv.type_k, kv.k + j * kv.k_row_bytes + k_off, s.q_enc.data(), head_dim) * scale;
-    float ms = 1.0f, vs = 1.0f;
-    if (score > m) {
-      ms = std::exp(m - score);  // 0 on the first cell
-      m = score;
-      for (int d = 0; d < head_dim; ++d) acc[d] = F32ToF16(F16ToF32(acc[d]) * ms);
-    } else {
-      vs = std::exp(score - m);
-    }
-    const uint8_t* vrow = kv.v + j * kv.v_row_bytes + v_off;
-    const float* v = s.v_row.data();
-    if (kv.type_v == TensorType::kF32) {
-      v = reinterpret_cast<const float*>(vrow);
-    } else {
-      quant::DequantizeRow(kv.type_v, vrow, s.v_row.data(), head_dim);
-    }
-    for (int d = 0; d < head_dim; ++d) acc[d] = F32ToF16(F16ToF32(acc[d]) + v[d] * vs);
-    sum = sum * ms + vs;
-  }
-  const float inv = 1.0f / sum;
-  for (int d = 0; d < head_dim; ++d) out[d] = F16ToF32(acc[d]) * inv;
-}
-
-// kFlash for the n_q heads sharing kv head g, F16 K and V, head_dim % 8 == 0: the same arithmetic as
-// FlashHeadScalar per head, with K/V rows read once for the whole group and scores computed a block at a
-// time through the kernel table's F16 dot (the very function quant::VecDot calls).
-void FlashGroupF16(const float* q, int64_t q_stride, int n_q, const KvRows& kv, int g, int hd, int32_t n_kv,
-                   float scale, float* out, int64_t out_stride, AttentionScratch& s) {
-  const quant::KernelSet& ks = quant::ActiveKernels();
-  const quant::VecDotFn dot = ks.vec_dot[quant::kF16];
-  const size_t nq = static_cast<size_t>(n_q);
-  if (s.q_enc.size() < nq * hd * 2) s.q_enc.resize(nq * hd * 2);
-  if (s.acc16.size() < nq * hd) s.acc16.resize(nq * hd);
-  if (s.scores.size() < nq * (kKeyBlock + 2)) s.scores.resize(nq * (kKeyBlock + 2));
-  uint16_t* qe = reinterpret_cast<uint16_t*>(s.q_enc.data());
-  for (int h = 0; h < n_q; ++h) ks.quantize[quant::kF16](q + h * q_stride, qe + h * hd, hd);
-  std::fill(s.acc16.begin(), s.acc16.begin() + nq * hd, uint16_t{0});
-  float* sc = s.scores.data();              // [n_q][kKeyBlock]
-  float* ms_arr = sc + nq * kKeyBlock;      // running max per head
-  float* sum_arr = ms_arr + nq;             // running sum per head
-  std::fill(ms_arr, ms_arr + nq, -INFINITY);
-  std::fill(sum_arr, sum_arr + nq, 0.0f);
-  const uint8_t* kbase = kv.k + static_cast<size_t>(g) * hd * 2;
-  const uint8_t* vbase = kv.v + static_cast<size_t>(g) * hd * 2;
   for (int32_t j0 = 0; j0 < n_kv; j0 += kKeyBlock) {
     const int nb = static_cast<int>(std::min<int32_t>(kKeyBlock, n_kv - j0));
     for (int jj = 0; jj < nb; ++jj) {
-      const uint8_t* krow = kbase + static_cast<size_t>(j0 + jj) * kv.k_row_bytes;
-      if (j0 + jj + kPrefetchKeys < n_kv) Prefetch(krow + kPrefetchKeys * kv.k_row_bytes, hd * 2);
-      for (int h = 0; h < n_q; ++h) sc[h * kKeyBlock + jj] = dot(krow, qe + h * hd, hd) * scale;
+      quant::DequantizeRow(kv.type_k, kv.k + (j0 + jj) * kv.k_row_bytes + k_off, krow, head_dim);
+      score[jj] = LaneDot(qr, krow, head_dim) * scale;
     }
+    float* p = score + kKeyBlock;
+    FlashSoftmaxBlock(score, nb, p, m, sum, acc, head_dim);
     for (int jj = 0; jj < nb; ++jj) {
-      const uint16_t* vrow = reinterpret_cast<const uint16_t*>(vbase + static_cast<size_t>(j0 + jj) * kv.v_row_bytes);
-      if (j0 + jj + kPrefetchKeys < n_kv) {
-        Prefetch(reinterpret_cast<const uint8_t*>(vrow) + kPrefetchKeys * kv.v_row_bytes, hd * 2);
-      }
-      for (int h = 0; h < n_q; ++h) {
-        const float score = sc[h * kKeyBlock + jj];
-        float& m = ms_arr[h];
-        uint16_t* acc = s.acc16.data() + static_cast<size_t>(h) * hd;
-        float ms = 1.0f, vs = 1.0f;
-        if (score > m) {
-          ms = std::exp(m - score);
-          m = score;
-          ScaleF16(acc, ms, hd);
-        } else {
-          vs = std::exp(score - m);
-        }
-        MadF16(acc, vrow, vs, hd);
-        sum_arr[h] = sum_arr[h] * ms + vs;
-      }
+      quant::DequantizeRow(kv.type_v, kv.v + (j0 + jj) * kv.v_row_bytes + v_off, vrow, head_dim);
+      for (size_t d = 0; d < hd; ++d) acc[d] = RoundF16(std::fma(p[jj], vrow[d], acc[d]));
     }
   }
+  const float inv = 1.0f / sum;
+  for (size_t d = 0; d < hd; ++d) out[d] = acc[d] * inv;
+}
+
+LS_TARGET_AVX2 inline __m256 LoadF16x8(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// Scores of NQ heads (q: [NQ][hd] f32) against KN keys of an F16 cache (k[i]: the kv head's slice of key i).
+// Each (key, head) pair is its own chain of fused multiply-adds, KN * NQ chains in flight.
+template <int NQ, int KN>
+LS_TARGET_AVX2 inline void ScoresF16(const uint8_t* const* k, const float* q, int hd, float scale, float* sc,
+                                     int jj) {
+  __m256 a[KN][NQ];
+  for (int i = 0; i < KN; ++i) {
+    for (int h = 0; h < NQ; ++h) a[i][h] = _mm256_setzero_ps();
+  }
+  for (int e = 0; e < hd; e += 8) {
+    for (int i = 0; i < KN; ++i) {
+      const __m256 kf = LoadF16x8(k[i] + 2 * e);
+      for (int h = 0; h < NQ; ++h) a[i][h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * hd + e), kf, a[i][h]);
+    }
+  }
+  for (int i = 0; i < KN; ++i) {
+    for (int h = 0; h < NQ; ++h) sc[h * kKeyBlock + jj + i] = quant::simd::Hsum(a[i][h]) * scale;
+  }
+}
+
+// acc[h][d0, d0 + 8 DC) += p[h][jj] * v_jj for the block's keys in order (F16-rounded), for NQ heads.
+template <int NQ, int DC>
+LS_TARGET_AVX2 inline void AccumulateF16(const uint8_t* const* v, int nb, const float* p, float* acc, int hd,
+                                         int d0) {
+  __m256 a[NQ][DC];
+  for (int h = 0; h < NQ; ++h) {
+    for (int c = 0; c < DC; ++c) a[h][c] = _mm256_loadu_ps(acc + h * hd + d0 + 8 * c);
+  }
+  for (int jj = 0; jj < nb; ++jj) {
+    __m256 vf[DC];
+    for (int c = 0; c < DC; ++c) vf[c] = LoadF16x8(v[jj] + 2 * (d0 + 8 * c));
+    for (int h = 0; h < NQ; ++h) {
+      const __m256 ph = _mm256_broadcast_ss(p + h * kKeyBlock + jj);
+      for (int c = 0; c < DC; ++c) a[h][c] = RoundF16x8(_mm256_fmadd_ps(ph, vf[c], a[h][c]));
+    }
+  }
+  for (int h = 0; h < NQ; ++h) {
+    for (int c = 0; c < DC; ++c) _mm256_storeu_ps(acc + h * hd + d0 + 8 * c, a[h][c]);
+  }
+}
+
+// kFlash for NQ heads sharing one kv head, F16 K and V, hd % 8 == 0: FlashHeadScalar's arithmetic with
+// the K and V rows read once for the NQ heads. q: [NQ][hd] rounded f32, acc: [NQ][hd], sc: [2 NQ][kKeyBlock].
+template <int NQ>
+LS_TARGET_AVX2 void FlashF16(const float* q, const uint8_t* kbase, const uint8_t* vbase, const KvRows& kv, int hd,
+                             int32_t n_kv, float scale, float* acc, float* sc, float* m, float* sum) {
+  constexpr int kDC = NQ == 1 ? 8 : 4;  // accumulator registers per head in the V pass (8 chains in flight)
+  float* prob = sc + NQ * kKeyBlock;
+  const uint8_t* krows[kKeyBlock];
+  const uint8_t* vrows[kKeyBlock];
+  for (int32_t j0 = 0; j0 < n_kv; j0 += kKeyBlock) {
+    const int nb = static_cast<int>(std::min<int32_t>(kKeyBlock, n_kv - j0));
+    for (int jj = 0; jj < nb; ++jj) {
+      krows[jj] = kbase + static_cast<size_t>(j0 + jj) * kv.k_row_bytes;
+      vrows[jj] = vbase + static_cast<size_t>(j0 + jj) * kv.v_row_bytes;
+    }
+    int jj = 0;
+    for (; jj + 4 <= nb; jj += 4) {
+      for (int i = 0; i < 4; ++i) {
+        if (j0 + jj + i + kPrefetchKeys < n_kv) Prefetch(krows[jj + i] + kPrefetchKeys * kv.k_row_bytes, hd * 2);
+        Prefetch(vrows[jj + i], hd * 2);
+      }
+      ScoresF16<NQ, 4>(krows + jj, q, hd, scale, sc, jj);
+    }
+    for (; jj < nb; ++jj) {
+      Prefetch(vrows[jj], hd * 2);
+      ScoresF16<NQ, 1>(krows + jj, q, hd, scale, sc, jj);
+    }
+    for (int h = 0; h < NQ; ++h) {
+      FlashSoftmaxBlock(sc + h * kKeyBlock, nb, prob + h * kKeyBlock, m[h], sum[h], acc + h * hd, hd);
+    }
+    int d0 = 0;
+    for (; d0 + 8 * kDC <= hd; d0 += 8 * kDC) AccumulateF16<NQ, kDC>(vrows, nb, prob, acc, hd, d0);
+    for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1>(vrows, nb, prob, acc, hd, d0);
+  }
+}
+
+// kFlash for the n_q heads sharing kv head g, F16 K and V, head_dim % 8 == 0: pairs of heads (GQA groups of
+// two are common) share each row's F16 -> f32 conversion; every head's result equals FlashHeadScalar's.
+void FlashGroupF16(const float* q, int64_t q_stride, int n_q, const KvRows& kv, int g, int hd, int32_t n_kv,
+                   float scale, float* out, int64_t out_stride, AttentionScratch& s) {
+  const quant::KernelSet& ks = quant::ActiveKernels();
+  const size_t nq = static_cast<size_t>(n_q);
+  if (s.q_enc.size() < nq * hd * 2) s.q_enc.resize(nq * hd * 2);
+  if (s.q_f.size() < nq * hd) s.q_f.resize(nq * hd);
+  if (s.acc.size() < nq * hd) s.acc.resize(nq * hd);
+  if (s.scores.size() < 4 * kKeyBlock + 4) s.scores.resize(4 * kKeyBlock + 4);
+  uint16_t* qe = reinterpret_cast<uint16_t*>(s.q_enc.data());
   for (int h = 0; h < n_q; ++h) {
-    F16ToF32Scaled(s.acc16.data() + static_cast<size_t>(h) * hd, 1.0f / sum_arr[h], out + h * out_stride, hd);
+    ks.quantize[quant::kF16](q + h * q_stride, qe + h * hd, hd);
+    ks.dequantize[quant::kF16](qe + h * hd, s.q_f.data() + h * hd, hd);
+  }
+  std::fill(s.acc.begin(), s.acc.begin() + nq * hd, 0.0f);
+  const uint8_t* kbase = kv.k + static_cast<size_t>(g) * hd * 2;
+  const uint8_t* vbase = kv.v + static_cast<size_t>(g) * hd * 2;
+  float* sc = s.scores.data();  // [2 heads][kKeyBlock] scores, then probabilities
+  for (int h = 0; h < n_q;) {
+    float m[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f};
+    float* acc = s.acc.data() + static_cast<size_t>(h) * hd;
+    const float* qh = s.q_f.data() + static_cast<size_t>(h) * hd;
+    const int pair = n_q - h >= 2 ? 2 : 1;
+    if (pair == 2) {
+      FlashF16<2>(qh, kbase, vbase, kv, hd, n_kv, scale, acc, sc, m, sum);
+    } else {
+      FlashF16<1>(qh, kbase, vbase, kv, hd, n_kv, scale, acc, sc, m, sum);
+    }
+    for (int i = 0; i < pair; ++i) {
+      const float inv = 1.0f / sum[i];
+      float* o = out + (h + i) * out_stride;
+      for (int d = 0; d < hd; ++d) o[d] = acc[i * hd + d] * inv;
+    }
+    h += pair;
   }
 }
 

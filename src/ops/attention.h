@@ -25,13 +25,14 @@ struct AttentionScratch {
   std::vector<float> scores;   // [n_kv]
   std::vector<uint8_t> q_enc;  // q in the K dot type
   std::vector<float> v_row;    // decoded V slice (non-F16/F32 caches)
-  std::vector<uint16_t> acc16; // kFlash: F16 accumulator [head_dim]
+  std::vector<float> q_f;      // kFlash: q as the dot sees it [n_q][head_dim] (+ decoded K/V rows, scalar)
+  std::vector<float> acc;      // kFlash: accumulators (F16 values held as f32) [n_q][head_dim]
 };
 
 // How attention rounds, as llama.cpp's two CPU paths do (-fa off / on). Both give softmax(q.K^T * scale) . V.
 enum class AttentionMode {
   kStandard,  // all scores, softmax (double sum), probabilities rounded to F16, V summed in f32
-  kFlash,     // one pass with an online softmax; the V accumulator is kept in F16 (llama-server's default)
+  kFlash,     // one pass, online softmax per block of 32 keys, F16-rounded accumulator (llama-server's default)
 };
 
 // out[head_dim] = softmax(scale * q.K[0..n_kv)^T) . V[0..n_kv), over kv head `g`.

