@@ -67,21 +67,68 @@ float LaneDot(const float* q, const float* k, int n) {
   return ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
 }
 
+// exp(x) as the softmax uses it, in scalar and 8-lane forms that agree bit for bit: x = n ln2 + r with
+// n = round(x log2(e)) and r from a two-step ln2 (FMA), e^r by its degree-6 Taylor polynomial (|r| <= 0.35:
+// relative error ~1e-7), times 2^n built in the exponent bits. 0 below -87.3 (2^n would be subnormal).
+constexpr float kExpMin = -87.3f, kExpMax = 88.0f, kLog2e = 1.44269504f;
+constexpr float kLn2Hi = 0.693145752f, kLn2Lo = 1.42860677e-6f;
+constexpr float kExpC[7] = {1.0f, 1.0f, 0.5f, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720};
+
+float ExpF(float x) {
+  if (std::isnan(x)) return x;
+  if (x < kExpMin) return 0.0f;
+  if (x > kExpMax) return INFINITY;
+  const float n = std::nearbyint(x * kLog2e);
+  const float r = std::fma(-n, kLn2Lo, std::fma(-n, kLn2Hi, x));
+  float p = kExpC[6];
+  for (int i = 5; i >= 0; --i) p = std::fma(p, r, kExpC[i]);
+  const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return p * scale;
+}
+
+LS_TARGET_AVX2 inline __m256 ExpF8(__m256 x) {
+  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpMin)), _mm256_set1_ps(kExpMax));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 nn = _mm256_sub_ps(_mm256_setzero_ps(), n);
+  const __m256 r = _mm256_fmadd_ps(nn, _mm256_set1_ps(kLn2Lo), _mm256_fmadd_ps(nn, _mm256_set1_ps(kLn2Hi), xc));
+  __m256 p = _mm256_set1_ps(kExpC[6]);
+  for (int i = 5; i >= 0; --i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC[i]));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, _mm256_set1_ps(kExpMin), _CMP_LT_OQ));
+  y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(x, _mm256_set1_ps(kExpMax), _CMP_GT_OQ));
+  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));  // NaN stays NaN
+}
+
+// p[jj] = ExpF(score[jj] - m) for jj < nb, eight at a time.
+LS_TARGET_AVX2 void BlockExpF8(const float* score, int nb, float m, float* p) {
+  int jj = 0;
+  for (; jj + 8 <= nb; jj += 8) {
+    _mm256_storeu_ps(p + jj, ExpF8(_mm256_sub_ps(_mm256_loadu_ps(score + jj), _mm256_set1_ps(m))));
+  }
+  for (; jj < nb; ++jj) p[jj] = ExpF(score[jj] - m);
+}
+
 // The softmax step of one block for one head: returns the block's probabilities in p[0..nb) and updates
-// m and sum; acc[hd] is rescaled when the max grows.
-void FlashSoftmaxBlock(const float* score, int nb, float* p, float& m, float& sum, float* acc, int hd) {
+// m and sum; acc[hd] is rescaled when the max grows. `simd`: the exponentials eight at a time (same values).
+void FlashSoftmaxBlock(const float* score, int nb, float* p, float& m, float& sum, float* acc, int hd,
+                       bool simd) {
   float m_blk = m;
   for (int jj = 0; jj < nb; ++jj) m_blk = std::max(m_blk, score[jj]);
   if (m_blk > m) {
-    const float ms = std::exp(m - m_blk);  // 0 on the first block
+    const float ms = ExpF(m - m_blk);  // 0 on the first block
     for (int d = 0; d < hd; ++d) acc[d] = RoundF16(acc[d] * ms);
     sum *= ms;
     m = m_blk;
   }
-  for (int jj = 0; jj < nb; ++jj) {
-    p[jj] = std::exp(score[jj] - m);
-    sum += p[jj];
+  if (simd) {
+    BlockExpF8(score, nb, m, p);
+  } else {
+    for (int jj = 0; jj < nb; ++jj) p[jj] = ExpF(score[jj] - m);
   }
+  for (int jj = 0; jj < nb; ++jj) sum += p[jj];
 }
 
 // The definition of kFlash for one head. O(head_dim + kKeyBlock) state at any length.
@@ -111,7 +158,7 @@ void FlashHeadScalar(const float* q, const KvRows& kv, int g, int head_dim, int3
       score[jj] = LaneDot(qr, krow, head_dim) * scale;
     }
     float* p = score + kKeyBlock;
-    FlashSoftmaxBlock(score, nb, p, m, sum, acc, head_dim);
+    FlashSoftmaxBlock(score, nb, p, m, sum, acc, head_dim, /*simd=*/false);
     for (int jj = 0; jj < nb; ++jj) {
       quant::DequantizeRow(kv.type_v, kv.v + (j0 + jj) * kv.v_row_bytes + v_off, vrow, head_dim);
       for (size_t d = 0; d < hd; ++d) acc[d] = RoundF16(std::fma(p[jj], vrow[d], acc[d]));
@@ -194,7 +241,7 @@ LS_TARGET_AVX2 void FlashF16(const float* q, const uint8_t* kbase, const uint8_t
       ScoresF16<NQ, 1>(krows + jj, q, hd, scale, sc, jj);
     }
     for (int h = 0; h < NQ; ++h) {
-      FlashSoftmaxBlock(sc + h * kKeyBlock, nb, prob + h * kKeyBlock, m[h], sum[h], acc + h * hd, hd);
+      FlashSoftmaxBlock(sc + h * kKeyBlock, nb, prob + h * kKeyBlock, m[h], sum[h], acc + h * hd, hd, true);
     }
     int d0 = 0;
     for (; d0 + 8 * kDC <= hd; d0 += 8 * kDC) AccumulateF16<NQ, kDC>(vrows, nb, prob, acc, hd, d0);
