@@ -1,6 +1,6 @@
 // MatMul: encode the activations once, then the threads take chunks of weight rows from a shared queue.
-// Within a chunk the activation rows go four at a time through the kernel's tile (each weight block decoded
-// once per four rows), and the chunk's weights (<= 16 KiB) stay in L1 while the batch streams by from L2.
+// Within a chunk the activation rows go eight at a time through the kernel's tile (a K-quant weight block is
+// decoded once per eight rows), and the chunk's weights (<= 16 KiB) stay in L1 while the batch streams by.
 #include "ops/matmul.h"
 
 #include <algorithm>
@@ -13,13 +13,14 @@ namespace lazyslot {
 namespace {
 
 constexpr int kMaxTargets = 4;
-constexpr int64_t kTileRows = 4;  // activation rows per kernel call: the fast case of every tile kernel
+constexpr int64_t kTileRows = 8;  // activation rows per kernel call (the K-quant tiles decode a block once for 8)
+constexpr int64_t kDecodeRows = 4;  // batches up to this size stream the weights like a single token
 
 // Weight rows per work chunk. Generation (m <= 4) streams weights from memory: ~32 KiB chunks keep the
 // queue short (one atomic per chunk) while leaving enough chunks to balance two threads. Prompt batches
 // reuse each chunk m / 4 times: <= 16 KiB keeps it in L1 next to the current activation tile.
 int64_t ChunkRows(size_t row_bytes, int64_t m) {
-  const int64_t target = m <= kTileRows ? 32768 : 16384;
+  const int64_t target = m <= kDecodeRows ? 32768 : 16384;
   return std::clamp<int64_t>(target / static_cast<int64_t>(std::max<size_t>(row_bytes, 1)), 4, 64);
 }
 

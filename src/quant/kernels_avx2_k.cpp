@@ -177,13 +177,17 @@ void TileK(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_
   const uint8_t* wb = static_cast<const uint8_t*>(w);
   const uint8_t* xb = static_cast<const uint8_t*>(x);
   for (int64_t r = 0; r < n_w; ++r) {
-    for (int64_t i = 0; i < n_x; i += 4) {
-      const int rows = static_cast<int>(n_x - i < 4 ? n_x - i : 4);
-      const BlockQ8_K* xs[4];
+    for (int64_t i = 0; i < n_x; i += 8) {
+      const int rows = static_cast<int>(n_x - i < 8 ? n_x - i : 8);
+      const BlockQ8_K* xs[8];
       for (int k = 0; k < rows; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(xb + (i + k) * x_stride);
-      float res[4];
+      float res[8];
       const void* wr = wb + r * w_stride;
       switch (rows) {
+        case 8: Kernel<8>::Run(wr, xs, n / kQK_K, res); break;
+        case 7: Kernel<7>::Run(wr, xs, n / kQK_K, res); break;
+        case 6: Kernel<6>::Run(wr, xs, n / kQK_K, res); break;
+        case 5: Kernel<5>::Run(wr, xs, n / kQK_K, res); break;
         case 4: Kernel<4>::Run(wr, xs, n / kQK_K, res); break;
         case 3: Kernel<3>::Run(wr, xs, n / kQK_K, res); break;
         case 2: Kernel<2>::Run(wr, xs, n / kQK_K, res); break;
