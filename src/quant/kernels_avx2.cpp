@@ -116,9 +116,10 @@ LS_TARGET_AVX2 inline void StepQ8(const WBlock& w, const BlockQ8_0* const* x, in
 }
 
 // Weight rows are streamed once per token from DRAM; the hardware prefetcher alone keeps too few lines in
-// flight on these VMs, so each step asks for the lines 1 KiB ahead (tg: 12.7 -> 15.2 t/s on qwen3-0.6b Q8_0,
-// 2 threads; 512 B ahead gave 13.9, 2 KiB the same as 1 KiB; docs/bench.md).
-constexpr int kPrefetchBytes = 1024;
+// flight on these VMs, so each step asks for the lines 2 KiB ahead (tg: 12.7 -> 15.2 t/s on qwen3-0.6b Q8_0,
+// 2 threads, with 1 KiB; 512 B gave 13.9; 2 KiB +5% over 1 KiB and 4 KiB none, medians of 4 alternating runs
+// on a quieter machine; docs/bench.md).
+constexpr int kPrefetchBytes = 2048;
 
 template <int R, typename WBlock, __m256i (*Unpack)(const WBlock&)>
 LS_TARGET_AVX2 inline void DotQ8Rows(const WBlock* w, const BlockQ8_0* const* x, int64_t nb, float* out) {
