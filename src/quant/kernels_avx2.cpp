@@ -91,9 +91,13 @@ LS_TARGET_AVX2 void QuantizeF16(const float* src, void* dst, int64_t n) {
 }
 
 // ---- Q8_0 / Q4_0 weights against Q8_0 activations.
-// R activation rows share each weight block (R = 1 is the plain dot). Two accumulators per row take the even
-// and the odd blocks (FMA latency); the tile and the single dot run this same code, so their results agree
-// bit for bit. Weight blocks are unpacked to signed bytes by Unpack (Q4_0: nibbles - 8).
+// Each (weight row, activation row) pair is one chain over the blocks in order, in 8 f32 lanes:
+//   acc = fma(f32(d_w) * f32(d_x), f32(sum of the block's 32 products, as 8 int32 lane pairs), acc)
+// and its result is Hsum(acc). The tile runs 2 weight rows x up to 4 activation rows at once (8 chains: an
+// activation block is loaded once for both weight rows, a weight block unpacked once for all the rows), with
+// the activation scales converted to f32 once per call; the single dot runs the same arithmetic, so tile and
+// dot agree bit for bit. Weight blocks are unpacked to signed bytes by Unpack (Q4_0: nibbles - 8); the
+// signed products come from maddubs(|w|, sign(x, w)).
 
 LS_TARGET_AVX2 inline __m256i UnpackQ8_0(const BlockQ8_0& b) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
@@ -102,109 +106,107 @@ LS_TARGET_AVX2 inline __m256i UnpackQ4_0(const BlockQ4_0& b) {
   return _mm256_sub_epi8(simd::UnpackNibbles(b.qs), _mm256_set1_epi8(8));
 }
 
-template <int R, typename WBlock, __m256i (*Unpack)(const WBlock&)>
-LS_TARGET_AVX2 inline void StepQ8(const WBlock& w, const BlockQ8_0* const* x, int64_t ib, __m256* acc) {
-  const __m256i wq = Unpack(w);
-  const __m256i aw = _mm256_sign_epi8(wq, wq);
-  const float dw = HalfToFloat(w.d);
-  for (int r = 0; r < R; ++r) {
-    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][ib].qs));
-    const __m256i p =
-        _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xq, wq)), _mm256_set1_epi16(1));
-    acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * HalfToFloat(x[r][ib].d)), _mm256_cvtepi32_ps(p), acc[r]);
-  }
-}
-
 // Weight rows are streamed once per token from DRAM; the hardware prefetcher alone keeps too few lines in
 // flight on these VMs, so each step asks for the lines 2 KiB ahead (tg: 12.7 -> 15.2 t/s on qwen3-0.6b Q8_0,
 // 2 threads, with 1 KiB; 512 B gave 13.9; 2 KiB +5% over 1 KiB and 4 KiB none, medians of 4 alternating runs
 // on a quieter machine; docs/bench.md).
 constexpr int kPrefetchBytes = 2048;
 
-template <int R, typename WBlock, __m256i (*Unpack)(const WBlock&)>
-LS_TARGET_AVX2 inline void DotQ8Rows(const WBlock* w, const BlockQ8_0* const* x, int64_t nb, float* out) {
-  __m256 acc0[R], acc1[R];
-  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
-  int64_t ib = 0;
-  for (; ib + 2 <= nb; ib += 2) {
-    const char* ahead = reinterpret_cast<const char*>(w + ib) + kPrefetchBytes;
-    _mm_prefetch(ahead, _MM_HINT_T0);  // two blocks are 68 (Q8_0) or 36 (Q4_0) bytes: two lines cover them
-    _mm_prefetch(ahead + 64, _MM_HINT_T0);
-    StepQ8<R, WBlock, Unpack>(w[ib], x, ib, acc0);
-    StepQ8<R, WBlock, Unpack>(w[ib + 1], x, ib + 1, acc1);
+// Activation scales converted once per tile call for rows of up to this many blocks (n <= 16,384); longer
+// rows convert them as they go (the same values).
+constexpr int64_t kMaxScaleBlocks = 512;
+
+// W weight rows x R activation rows; out[r * W + k] = dot(w[k], x[r]). dx[r]: row r's scales as f32, or null
+// to convert them from the blocks.
+template <int W, int R, typename WBlock, __m256i (*Unpack)(const WBlock&)>
+LS_TARGET_AVX2 inline void DotQ8Tile(const WBlock* const* w, const BlockQ8_0* const* x, const float* const* dx,
+                                     int64_t nb, float* out) {
+  __m256 acc[W][R];
+  for (int k = 0; k < W; ++k) {
+    for (int r = 0; r < R; ++r) acc[k][r] = _mm256_setzero_ps();
   }
-  if (ib < nb) StepQ8<R, WBlock, Unpack>(w[ib], x, ib, acc0);
-  for (int r = 0; r < R; ++r) out[r] = Hsum(_mm256_add_ps(acc0[r], acc1[r]));
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    __m256i wq[W], aw[W];
+    __m256 dw[W];
+    for (int k = 0; k < W; ++k) {
+      _mm_prefetch(reinterpret_cast<const char*>(w[k] + ib) + kPrefetchBytes, _MM_HINT_T0);  // a block < 64 B
+      wq[k] = Unpack(w[k][ib]);
+      aw[k] = _mm256_sign_epi8(wq[k], wq[k]);
+      dw[k] = _mm256_set1_ps(HalfToFloat(w[k][ib].d));
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][ib].qs));
+      const __m256 dxr = dx ? _mm256_broadcast_ss(dx[r] + ib) : _mm256_set1_ps(HalfToFloat(x[r][ib].d));
+      for (int k = 0; k < W; ++k) {
+        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw[k], _mm256_sign_epi8(xq, wq[k])), ones);
+        acc[k][r] = _mm256_fmadd_ps(_mm256_mul_ps(dw[k], dxr), _mm256_cvtepi32_ps(p), acc[k][r]);
+      }
+    }
+  }
+  for (int k = 0; k < W; ++k) {
+    for (int r = 0; r < R; ++r) out[r * W + k] = Hsum(acc[k][r]);
+  }
 }
 
-template <int R>
-LS_TARGET_AVX2 inline void DotQ8_0Rows(const BlockQ8_0* w, const BlockQ8_0* const* x, int64_t nb, float* out) {
-  DotQ8Rows<R, BlockQ8_0, UnpackQ8_0>(w, x, nb, out);
-}
-template <int R>
-LS_TARGET_AVX2 inline void DotQ4_0Rows(const BlockQ4_0* w, const BlockQ8_0* const* x, int64_t nb, float* out) {
-  DotQ8Rows<R, BlockQ4_0, UnpackQ4_0>(w, x, nb, out);
-}
-
-LS_TARGET_AVX2 float DotQ8_0(const void* w, const void* x, int64_t n) {
+template <typename WBlock, __m256i (*Unpack)(const WBlock&)>
+LS_TARGET_AVX2 float DotQ8(const void* w, const void* x, int64_t n) {
+  const WBlock* ws[1] = {static_cast<const WBlock*>(w)};
   const BlockQ8_0* xs[1] = {static_cast<const BlockQ8_0*>(x)};
   float out;
-  DotQ8_0Rows<1>(static_cast<const BlockQ8_0*>(w), xs, n / kQK8_0, &out);
+  DotQ8Tile<1, 1, WBlock, Unpack>(ws, xs, nullptr, n / kQK8_0, &out);
   return out;
 }
 
-LS_TARGET_AVX2 float DotQ4_0(const void* w, const void* x, int64_t n) {
-  const BlockQ8_0* xs[1] = {static_cast<const BlockQ8_0*>(x)};
-  float out;
-  DotQ4_0Rows<1>(static_cast<const BlockQ4_0*>(w), xs, n / kQK4_0, &out);
-  return out;
+// W weight rows (at w[0..W)) against R activation rows.
+template <int W, typename WBlock, __m256i (*Unpack)(const WBlock&)>
+LS_TARGET_AVX2 void TileRows(const WBlock* const* w, const BlockQ8_0* const* x, const float* const* dx, int rows,
+                             int64_t nb, float* res) {
+  switch (rows) {
+    case 4: DotQ8Tile<W, 4, WBlock, Unpack>(w, x, dx, nb, res); break;
+    case 3: DotQ8Tile<W, 3, WBlock, Unpack>(w, x, dx, nb, res); break;
+    case 2: DotQ8Tile<W, 2, WBlock, Unpack>(w, x, dx, nb, res); break;
+    default: DotQ8Tile<W, 1, WBlock, Unpack>(w, x, dx, nb, res); break;
+  }
 }
 
-// Tile driver: each weight row against the activation rows four at a time.
-template <typename WBlock, template <int> class Kernel>
-void TileQ(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride, int64_t n_x,
-           int64_t n, float* out, int64_t out_stride) {
+// Tile driver: activation rows four at a time (their scales converted once), each group against the weight
+// rows two at a time.
+template <typename WBlock, __m256i (*Unpack)(const WBlock&)>
+LS_TARGET_AVX2 void TileQ(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride,
+                          int64_t n_x, int64_t n, float* out, int64_t out_stride) {
   const int64_t nb = n / kQK8_0;
   const uint8_t* wb = static_cast<const uint8_t*>(w);
   const uint8_t* xb = static_cast<const uint8_t*>(x);
-  for (int64_t r = 0; r < n_w; ++r) {
-    const WBlock* wr = reinterpret_cast<const WBlock*>(wb + r * w_stride);
-    for (int64_t i = 0; i < n_x; i += 4) {
-      const int rows = static_cast<int>(n_x - i < 4 ? n_x - i : 4);
-      const BlockQ8_0* xs[4];
-      for (int k = 0; k < rows; ++k) xs[k] = reinterpret_cast<const BlockQ8_0*>(xb + (i + k) * x_stride);
-      float res[4];
-      switch (rows) {
-        case 4: Kernel<4>::Run(wr, xs, nb, res); break;
-        case 3: Kernel<3>::Run(wr, xs, nb, res); break;
-        case 2: Kernel<2>::Run(wr, xs, nb, res); break;
-        default: Kernel<1>::Run(wr, xs, nb, res); break;
+  float scales[4][kMaxScaleBlocks];
+  for (int64_t i = 0; i < n_x; i += 4) {
+    const int rows = static_cast<int>(n_x - i < 4 ? n_x - i : 4);
+    const BlockQ8_0* xs[4];
+    const float* dxs[4];
+    for (int k = 0; k < rows; ++k) {
+      xs[k] = reinterpret_cast<const BlockQ8_0*>(xb + (i + k) * x_stride);
+      if (nb <= kMaxScaleBlocks) {
+        for (int64_t ib = 0; ib < nb; ++ib) scales[k][ib] = HalfToFloat(xs[k][ib].d);
       }
-      for (int k = 0; k < rows; ++k) out[(i + k) * out_stride + r] = res[k];
+      dxs[k] = scales[k];
+    }
+    const float* const* dx = nb <= kMaxScaleBlocks ? dxs : nullptr;
+    for (int64_t r = 0; r < n_w; r += 2) {
+      const WBlock* ws[2] = {reinterpret_cast<const WBlock*>(wb + r * w_stride),
+                             reinterpret_cast<const WBlock*>(wb + (r + 1 < n_w ? r + 1 : r) * w_stride)};
+      float res[8];
+      if (r + 1 < n_w) {
+        TileRows<2, WBlock, Unpack>(ws, xs, dx, rows, nb, res);
+        for (int k = 0; k < rows; ++k) {
+          out[(i + k) * out_stride + r] = res[2 * k];
+          out[(i + k) * out_stride + r + 1] = res[2 * k + 1];
+        }
+      } else {
+        TileRows<1, WBlock, Unpack>(ws, xs, dx, rows, nb, res);
+        for (int k = 0; k < rows; ++k) out[(i + k) * out_stride + r] = res[k];
+      }
     }
   }
-}
-
-template <int R>
-struct Q8_0Kernel {
-  LS_TARGET_AVX2 static void Run(const BlockQ8_0* w, const BlockQ8_0* const* x, int64_t nb, float* out) {
-    DotQ8_0Rows<R>(w, x, nb, out);
-  }
-};
-template <int R>
-struct Q4_0Kernel {
-  LS_TARGET_AVX2 static void Run(const BlockQ4_0* w, const BlockQ8_0* const* x, int64_t nb, float* out) {
-    DotQ4_0Rows<R>(w, x, nb, out);
-  }
-};
-
-void TileQ8_0(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride, int64_t n_x,
-              int64_t n, float* out, int64_t out_stride) {
-  TileQ<BlockQ8_0, Q8_0Kernel>(w, w_stride, n_w, x, x_stride, n_x, n, out, out_stride);
-}
-void TileQ4_0(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride, int64_t n_x,
-              int64_t n, float* out, int64_t out_stride) {
-  TileQ<BlockQ4_0, Q4_0Kernel>(w, w_stride, n_w, x, x_stride, n_x, n, out, out_stride);
 }
 
 // Q8_0 activation quantizer, the same rule as scalar::QuantizeQ8_0 (unrounded 127/amax, half-to-even).
@@ -278,10 +280,10 @@ void FillAvx2Kernels(KernelSet* set) {
   set->vec_dot[kF32] = DotF32;
   set->vec_dot[kF16] = DotF16;
   set->vec_dot[kBF16] = DotBF16;
-  set->vec_dot[kQ8_0] = DotQ8_0;
-  set->vec_dot[kQ4_0] = DotQ4_0;
-  set->vec_dot_tile[kQ8_0] = TileQ8_0;
-  set->vec_dot_tile[kQ4_0] = TileQ4_0;
+  set->vec_dot[kQ8_0] = DotQ8<BlockQ8_0, UnpackQ8_0>;
+  set->vec_dot[kQ4_0] = DotQ8<BlockQ4_0, UnpackQ4_0>;
+  set->vec_dot_tile[kQ8_0] = TileQ<BlockQ8_0, UnpackQ8_0>;
+  set->vec_dot_tile[kQ4_0] = TileQ<BlockQ4_0, UnpackQ4_0>;
   set->quantize[kF16] = QuantizeF16;
   set->quantize[kQ8_0] = QuantizeQ8_0;
   set->quantize[kQ8_K] = QuantizeQ8_K;

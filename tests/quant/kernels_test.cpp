@@ -129,8 +129,9 @@ TEST(Kernels, DotsMatchScalarAndTilesMatchDots) {
       const int fa = FormatIndex(at);
       for (int64_t n : SizesFor(t)) {
         const size_t wbytes = RowBytes(t, n), xbytes = RowBytes(at, n);
-        // 3 weight rows x 6 activation rows, rows packed back to back and misaligned (Offset).
-        constexpr int kW = 3, kX = 6;
+        // 5 weight rows x 10 activation rows (tiles take weight rows in pairs and activation rows up to 8 at a
+        // time), rows packed back to back and misaligned (Offset).
+        constexpr int kW = 5, kX = 10, kStride = kW + 2;
         std::vector<uint8_t> w(kW * wbytes), x(kX * xbytes);
         std::vector<std::vector<float>> dwr(kW, std::vector<float>(n)), dxr(kX, std::vector<float>(n));
         for (int r = 0; r < kW; ++r) {
@@ -155,21 +156,23 @@ TEST(Kernels, DotsMatchScalarAndTilesMatchDots) {
                 << s.name << " " << TypeName(t) << " n=" << n << " w" << r << " x" << i;
           }
         }
-        // Tiles of every shape up to 3 x 6 (out_stride wider than n_w), bit-identical to the single dots.
+        // Tiles of every shape up to 5 x 10 (out_stride wider than n_w), bit-identical to the single dots.
         for (int nw = 0; nw <= kW; ++nw) {
           for (int nx = 0; nx <= kX; ++nx) {
-            std::vector<float> out(kX * 5, -1.0f);
+            std::vector<float> out(kX * kStride, -1.0f);
             if (s.vec_dot_tile[f]) {
-              s.vec_dot_tile[f](wm.data(), wbytes, nw, xm.data(), xbytes, nx, n, out.data(), 5);
+              s.vec_dot_tile[f](wm.data(), wbytes, nw, xm.data(), xbytes, nx, n, out.data(), kStride);
             } else {
-              VecDotTileGeneric(s.vec_dot[f], wm.data(), wbytes, nw, xm.data(), xbytes, nx, n, out.data(), 5);
+              VecDotTileGeneric(s.vec_dot[f], wm.data(), wbytes, nw, xm.data(), xbytes, nx, n, out.data(),
+                                kStride);
             }
             for (int i = 0; i < kX; ++i) {
-              for (int r = 0; r < 5; ++r) {
+              for (int r = 0; r < kStride; ++r) {
                 if (i < nx && r < nw) {
-                  ASSERT_EQ(out[i * 5 + r], single[i][r]) << s.name << " tile " << TypeName(t) << " n=" << n;
+                  ASSERT_EQ(out[i * kStride + r], single[i][r])
+                      << s.name << " tile " << TypeName(t) << " n=" << n << " " << nw << "x" << nx;
                 } else {
-                  ASSERT_EQ(out[i * 5 + r], -1.0f) << "tile wrote outside its " << nx << "x" << nw << " block";
+                  ASSERT_EQ(out[i * kStride + r], -1.0f) << "tile wrote outside its " << nx << "x" << nw << " block";
                 }
               }
             }
