@@ -21,7 +21,8 @@ constexpr int64_t kDecodeRows = 4;  // batches up to this size stream the weight
 // reuse each chunk m / 4 times: <= 16 KiB keeps it in L1 next to the current activation tile.
 int64_t ChunkRows(size_t row_bytes, int64_t m) {
   const int64_t target = m <= kDecodeRows ? 32768 : 16384;
-  return std::clamp<int64_t>(target / static_cast<int64_t>(std::max<size_t>(row_bytes, 1)), 4, 64);
+  // An even count: the batch tiles take weight rows in pairs.
+  return std::clamp<int64_t>(target / static_cast<int64_t>(std::max<size_t>(row_bytes, 1)), 4, 64) & ~int64_t{1};
 }
 
 struct Plan {

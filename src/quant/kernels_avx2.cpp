@@ -91,13 +91,14 @@ LS_TARGET_AVX2 void QuantizeF16(const float* src, void* dst, int64_t n) {
 }
 
 // ---- Q8_0 / Q4_0 weights against Q8_0 activations.
-// Each (weight row, activation row) pair is one chain over the blocks in order, in 8 f32 lanes:
+// Each (weight row, activation row) pair is two chains in 8 f32 lanes, one over the even blocks and one over
+// the odd ones (FMA latency), each step
 //   acc = fma(f32(d_w) * f32(d_x), f32(sum of the block's 32 products, as 8 int32 lane pairs), acc)
-// and its result is Hsum(acc). The tile runs 2 weight rows x up to 4 activation rows at once (8 chains: an
-// activation block is loaded once for both weight rows, a weight block unpacked once for all the rows), with
-// the activation scales converted to f32 once per call; the single dot runs the same arithmetic, so tile and
-// dot agree bit for bit. Weight blocks are unpacked to signed bytes by Unpack (Q4_0: nibbles - 8); the
-// signed products come from maddubs(|w|, sign(x, w)).
+// and its result is Hsum(acc_even + acc_odd). The tile runs 2 weight rows x up to 4 activation rows at once
+// (16 chains: an activation block is loaded once for both weight rows, a weight block unpacked once for all
+// the rows), with the activation scales converted to f32 once per call; the single dot runs the same
+// arithmetic, so tile and dot agree bit for bit. Weight blocks are unpacked to signed bytes by Unpack (Q4_0:
+// nibbles - 8); the signed products come from maddubs(|w|, sign(x, w)).
 
 LS_TARGET_AVX2 inline __m256i UnpackQ8_0(const BlockQ8_0& b) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
@@ -116,36 +117,50 @@ constexpr int kPrefetchBytes = 2048;
 // rows convert them as they go (the same values).
 constexpr int64_t kMaxScaleBlocks = 512;
 
+// One step of the W x R chains of parity c: block ib of every weight row against every activation row.
+template <int W, int R, typename WBlock, __m256i (*Unpack)(const WBlock&)>
+LS_TARGET_AVX2 inline void StepQ8(const WBlock* const* w, const BlockQ8_0* const* x, const float* const* dx,
+                                  int64_t ib, __m256 (*acc)[R]) {
+  __m256i wq[W], aw[W];
+  __m256 dw[W];
+  for (int k = 0; k < W; ++k) {
+    wq[k] = Unpack(w[k][ib]);
+    aw[k] = _mm256_sign_epi8(wq[k], wq[k]);
+    dw[k] = _mm256_set1_ps(HalfToFloat(w[k][ib].d));
+  }
+  for (int r = 0; r < R; ++r) {
+    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][ib].qs));
+    const __m256 dxr = dx ? _mm256_broadcast_ss(dx[r] + ib) : _mm256_set1_ps(HalfToFloat(x[r][ib].d));
+    for (int k = 0; k < W; ++k) {
+      const __m256i p =
+          _mm256_madd_epi16(_mm256_maddubs_epi16(aw[k], _mm256_sign_epi8(xq, wq[k])), _mm256_set1_epi16(1));
+      acc[k][r] = _mm256_fmadd_ps(_mm256_mul_ps(dw[k], dxr), _mm256_cvtepi32_ps(p), acc[k][r]);
+    }
+  }
+}
+
 // W weight rows x R activation rows; out[r * W + k] = dot(w[k], x[r]). dx[r]: row r's scales as f32, or null
 // to convert them from the blocks.
 template <int W, int R, typename WBlock, __m256i (*Unpack)(const WBlock&)>
 LS_TARGET_AVX2 inline void DotQ8Tile(const WBlock* const* w, const BlockQ8_0* const* x, const float* const* dx,
                                      int64_t nb, float* out) {
-  __m256 acc[W][R];
+  __m256 even[W][R], odd[W][R];
   for (int k = 0; k < W; ++k) {
-    for (int r = 0; r < R; ++r) acc[k][r] = _mm256_setzero_ps();
+    for (int r = 0; r < R; ++r) even[k][r] = odd[k][r] = _mm256_setzero_ps();
   }
-  const __m256i ones = _mm256_set1_epi16(1);
-  for (int64_t ib = 0; ib < nb; ++ib) {
-    __m256i wq[W], aw[W];
-    __m256 dw[W];
-    for (int k = 0; k < W; ++k) {
-      _mm_prefetch(reinterpret_cast<const char*>(w[k] + ib) + kPrefetchBytes, _MM_HINT_T0);  // a block < 64 B
-      wq[k] = Unpack(w[k][ib]);
-      aw[k] = _mm256_sign_epi8(wq[k], wq[k]);
-      dw[k] = _mm256_set1_ps(HalfToFloat(w[k][ib].d));
+  int64_t ib = 0;
+  for (; ib + 2 <= nb; ib += 2) {
+    for (int k = 0; k < W; ++k) {  // two blocks are 68 (Q8_0) or 36 (Q4_0) bytes: two lines cover them
+      const char* ahead = reinterpret_cast<const char*>(w[k] + ib) + kPrefetchBytes;
+      _mm_prefetch(ahead, _MM_HINT_T0);
+      _mm_prefetch(ahead + 64, _MM_HINT_T0);
     }
-    for (int r = 0; r < R; ++r) {
-      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][ib].qs));
-      const __m256 dxr = dx ? _mm256_broadcast_ss(dx[r] + ib) : _mm256_set1_ps(HalfToFloat(x[r][ib].d));
-      for (int k = 0; k < W; ++k) {
-        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw[k], _mm256_sign_epi8(xq, wq[k])), ones);
-        acc[k][r] = _mm256_fmadd_ps(_mm256_mul_ps(dw[k], dxr), _mm256_cvtepi32_ps(p), acc[k][r]);
-      }
-    }
+    StepQ8<W, R, WBlock, Unpack>(w, x, dx, ib, even);
+    StepQ8<W, R, WBlock, Unpack>(w, x, dx, ib + 1, odd);
   }
+  if (ib < nb) StepQ8<W, R, WBlock, Unpack>(w, x, dx, ib, even);
   for (int k = 0; k < W; ++k) {
-    for (int r = 0; r < R; ++r) out[r * W + k] = Hsum(acc[k][r]);
+    for (int r = 0; r < R; ++r) out[r * W + k] = Hsum(_mm256_add_ps(even[k][r], odd[k][r]));
   }
 }
 
@@ -171,7 +186,7 @@ LS_TARGET_AVX2 void TileRows(const WBlock* const* w, const BlockQ8_0* const* x, 
 }
 
 // Tile driver: activation rows four at a time (their scales converted once), each group against the weight
-// rows two at a time.
+// rows (two at a time for batches).
 template <typename WBlock, __m256i (*Unpack)(const WBlock&)>
 LS_TARGET_AVX2 void TileQ(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride,
                           int64_t n_x, int64_t n, float* out, int64_t out_stride) {
@@ -191,11 +206,15 @@ LS_TARGET_AVX2 void TileQ(const void* w, size_t w_stride, int64_t n_w, const voi
       dxs[k] = scales[k];
     }
     const float* const* dx = nb <= kMaxScaleBlocks ? dxs : nullptr;
-    for (int64_t r = 0; r < n_w; r += 2) {
+    // Weight rows in pairs share each activation block. A single activation row (generation) takes them one
+    // at a time: two interleaved weight streams per thread made tg 15% slower on this VM.
+    const int64_t step = rows > 1 ? 2 : 1;
+    for (int64_t r = 0; r < n_w; r += step) {
+      const bool pair = step == 2 && r + 1 < n_w;
       const WBlock* ws[2] = {reinterpret_cast<const WBlock*>(wb + r * w_stride),
-                             reinterpret_cast<const WBlock*>(wb + (r + 1 < n_w ? r + 1 : r) * w_stride)};
-      float res[8];
-      if (r + 1 < n_w) {
+                             reinterpret_cast<const WBlock*>(wb + (pair ? r + 1 : r) * w_stride)};
+      float res[8] = {};
+      if (pair) {
         TileRows<2, WBlock, Unpack>(ws, xs, dx, rows, nb, res);
         for (int k = 0; k < rows; ++k) {
           out[(i + k) * out_stride + r] = res[2 * k];
