@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -140,8 +141,8 @@ Status ParseInt(const std::string& flag, const std::string& v, int32_t* out) {
 }
 
 // llama-server spells some options with several letters after one dash (-np, -ctk), which CLI11 2.1 cannot
-// declare; they arrive as extras and are read here. -c is read here too, because CLI11 would take "-ctk" as
-// "-c tk". Returns a usage error for anything else left over.
+// declare; they arrive as extras and are read here. -c, -t and -n are read here too, because CLI11 would take
+// "-ctk" as "-c tk" (and "-to", "-np" likewise). Returns a usage error for anything else left over.
 Status ReadLlamaStyleExtras(const std::vector<std::string>& extras, ServeFlags* f) {
   for (size_t i = 0; i < extras.size(); ++i) {
     const std::string& a = extras[i];
@@ -164,6 +165,10 @@ Status ReadLlamaStyleExtras(const std::vector<std::string>& extras, ServeFlags* 
       LS_RETURN_IF_ERROR(ParseInt(a, v, &f->opts.engine.n_threads));
     } else if (a.size() > 2 && a.rfind("-t", 0) == 0 && std::isdigit(static_cast<unsigned char>(a[2]))) {
       LS_RETURN_IF_ERROR(ParseInt("-t", a.substr(2), &f->opts.engine.n_threads));  // -t4
+    } else if (a == "-n") {  // declared here, not to CLI11, which would read "-np" as "-n p"
+      LS_RETURN_IF_ERROR(value(&v));
+      LS_RETURN_IF_ERROR(ParseInt(a, v, &f->opts.n_predict));
+      if (f->opts.n_predict < -1) return InvalidArgument("-n: must be >= -1, got '" + v + "'");
     } else if (a == "-to") {  // llama-server's socket timeout (= --timeout)
       LS_RETURN_IF_ERROR(value(&v));
       LS_RETURN_IF_ERROR(ParseInt(a, v, &f->opts.socket_timeout_s));
@@ -311,6 +316,11 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
   sub->add_option("-b,--batch-size", o.engine.n_batch,
                   "Most tokens per forward pass; longer prompts go in chunks")
       ->capture_default_str();
+  sub->add_option("--n-predict", o.n_predict,
+                  "Tokens a request generates when it sets no max_tokens, and the most it may ask for (-1: no "
+                  "limit; also -n N)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, std::numeric_limits<int32_t>::max()));
   sub->add_option("--host", o.host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", o.port, "Port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
   sub->add_option("--api-key", f->api_keys,

@@ -25,6 +25,9 @@ struct ServerOptions {
   std::string chat_template_label = "custom";
   std::string model_alias;    // id in /v1/models and responses; empty = the model file's name
   bool pooling_none = false;  // --pooling none: per-token vectors, which /v1/embeddings refuses
+  // -n/--n-predict: tokens a completion request may generate when it names no limit, and the most it may
+  // ask for (larger limits are lowered to it, as llama-server does); -1: no server limit.
+  int32_t n_predict = -1;
   // Largest request body (--max-body-size); a bigger one is answered 413 without being read.
   uint64_t max_body_size = uint64_t{8} << 20;
   int http_threads = 0;       // 0: n_parallel + max_queue + 16 (every waiting request holds a thread)

@@ -372,6 +372,9 @@ void HandleGeneration(ServerState& st, Api api, const httplib::Request& req, htt
   g->params = std::move(*params);
   g->fd = FindConnectionSocket(req);
   if (!g->params.seed_given) g->params.sampling.seed = RandomSeed();
+  if (st.opts.n_predict >= 0 && (g->params.n_predict < 0 || g->params.n_predict > st.opts.n_predict)) {
+    g->params.n_predict = st.opts.n_predict;  // the server's -n: default and cap
+  }
   g->params.sampling.repeat_last_n =
       g->params.repeat_last_n < 0 ? st.engine->n_ctx_slot() : g->params.repeat_last_n;
 

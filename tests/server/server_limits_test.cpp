@@ -1,7 +1,7 @@
 // Server limits through the real server: --request-timeout (plain and streamed requests are cancelled, the
 // slot frees, the answer names the limit), --max-connections (the excess gets a fast 503 with an OpenAI
-// body), --max-queue (503 naming the numbers), -to/--timeout and -t spellings; after each limit is hit a
-// normal request still works.
+// body), --max-queue (503 naming the numbers), -to/--timeout and -t spellings, -n/--n-predict; after each
+// limit is hit a normal request still works.
 #include <gtest/gtest.h>
 
 #include "server_harness.h"
@@ -232,6 +232,48 @@ TEST(ServerLimits, LlamaServerSpellingsOfTimeoutAndThreads) {
                           std::to_string(FreePort()) + " -m " + SharedPath(kStories);
   for (const char* bad : {" -to", " -to x", " -to -5", " --timeout abc", " --request-timeout -1",
                           " --max-connections -3", " -t"}) {
+    const int rc = WEXITSTATUS(std::system((bin + bad + " >/dev/null 2>&1").c_str()));
+    EXPECT_NE(rc, 0) << bad;
+    EXPECT_NE(rc, 124) << bad << ": the server started";
+  }
+}
+
+// -n/--n-predict: the generation limit of a request that sets none, and the most any request may ask for
+// (larger max_tokens are lowered to it, as llama-server does); /props reports it; bad values stop start-up.
+TEST(ServerLimits, NPredictIsTheDefaultAndTheCap) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(srv, {"-m", SharedPath(kStories), "-n", "5", "-np", "3"});  // -np is not "-n p"
+  const json props = srv->Get("/props").Json();
+  EXPECT_EQ(props["default_generation_settings"]["n_predict"], 5);
+  EXPECT_EQ(props["total_slots"], 3);
+  struct Case {
+    json body;
+    int expect;
+  };
+  const std::vector<Case> cases = {
+      {{{"prompt", "Once upon a time"}}, 5},
+      {{{"prompt", "Once upon a time"}, {"max_tokens", 3}}, 3},
+      {{{"prompt", "Once upon a time"}, {"max_tokens", 50}}, 5},
+      {{{"prompt", "Once upon a time"}, {"n_predict", -1}}, 5},
+  };
+  for (const Case& c : cases) {
+    json body = c.body;
+    body["temperature"] = 0;
+    body["ignore_eos"] = true;
+    const HttpResult r = srv->Post("/v1/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.Json()["usage"]["completion_tokens"], c.expect) << body.dump();
+    EXPECT_EQ(r.Json()["choices"][0]["finish_reason"], "length") << body.dump();
+  }
+  const HttpResult chat = srv->Post(
+      "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"ignore_eos", true}});
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  EXPECT_EQ(chat.Json()["usage"]["completion_tokens"], 5) << chat.body;
+  srv->Stop();
+
+  const std::string bin = std::string("timeout 30 ") + LAZYSLOT_BINARY + " serve --port " +
+                          std::to_string(FreePort()) + " -m " + SharedPath(kStories);
+  for (const char* bad : {" -n -2", " -n x", " -n", " --n-predict -7"}) {
     const int rc = WEXITSTATUS(std::system((bin + bad + " >/dev/null 2>&1").c_str()));
     EXPECT_NE(rc, 0) << bad;
     EXPECT_NE(rc, 124) << bad << ": the server started";
