@@ -117,7 +117,7 @@ constexpr int kPrefetchBytes = 2048;
 // rows convert them as they go (the same values).
 constexpr int64_t kMaxScaleBlocks = 512;
 
-// One step of the W x R chains of parity c: block ib of every weight row against every activation row.
+// One step of W x R chains (those of one parity): block ib of every weight row against every activation row.
 template <int W, int R, typename WBlock, __m256i (*Unpack)(const WBlock&)>
 LS_TARGET_AVX2 inline void StepQ8(const WBlock* const* w, const BlockQ8_0* const* x, const float* const* dx,
                                   int64_t ib, __m256 (*acc)[R]) {
