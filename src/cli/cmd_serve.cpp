@@ -13,8 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -316,9 +316,10 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
   sub->add_option("-b,--batch-size", o.engine.n_batch,
                   "Most tokens per forward pass; longer prompts go in chunks")
       ->capture_default_str();
-  sub->add_option("--n-predict", o.n_predict,
-                  "Tokens a request generates when it sets no max_tokens, and the most it may ask for (-1: no "
-                  "limit; also -n N)")
+  sub->add_option(
+         "--n-predict", o.n_predict,
+         "Tokens a request generates when it sets no max_tokens, and the most it may ask for (-1: no "
+         "limit; also -n N)")
       ->capture_default_str()
       ->check(CLI::Range(-1, std::numeric_limits<int32_t>::max()));
   sub->add_option("--host", o.host, "Address to listen on")->capture_default_str();

@@ -90,9 +90,11 @@ float ExpF(float x) {
 
 LS_TARGET_AVX2 inline __m256 ExpF8(__m256 x) {
   const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpMin)), _mm256_set1_ps(kExpMax));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(kLog2e)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m256 nn = _mm256_sub_ps(_mm256_setzero_ps(), n);
-  const __m256 r = _mm256_fmadd_ps(nn, _mm256_set1_ps(kLn2Lo), _mm256_fmadd_ps(nn, _mm256_set1_ps(kLn2Hi), xc));
+  const __m256 r =
+      _mm256_fmadd_ps(nn, _mm256_set1_ps(kLn2Lo), _mm256_fmadd_ps(nn, _mm256_set1_ps(kLn2Hi), xc));
   __m256 p = _mm256_set1_ps(kExpC[6]);
   for (int i = 5; i >= 0; --i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC[i]));
   const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
@@ -132,17 +134,17 @@ void FlashSoftmaxBlock(const float* score, int nb, float* p, float& m, float& su
 }
 
 // The definition of kFlash for one head. O(head_dim + kKeyBlock) state at any length.
-void FlashHeadScalar(const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv, float scale, float* out,
-                     AttentionScratch& s) {
+void FlashHeadScalar(const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv, float scale,
+                     float* out, AttentionScratch& s) {
   const TensorType q_type = quant::VecDotType(kv.type_k);
   const size_t hd = static_cast<size_t>(head_dim);
   if (s.q_enc.size() < RowBytes(q_type, head_dim)) s.q_enc.resize(RowBytes(q_type, head_dim));
   if (s.q_f.size() < 3 * hd) s.q_f.resize(3 * hd);
   if (s.acc.size() < hd) s.acc.resize(hd);
   if (s.scores.size() < 2 * kKeyBlock) s.scores.resize(2 * kKeyBlock);
-  float* qr = s.q_f.data();        // q as the dot sees it
-  float* krow = qr + hd;           // decoded K slice
-  float* vrow = krow + hd;         // decoded V slice
+  float* qr = s.q_f.data();  // q as the dot sees it
+  float* krow = qr + hd;     // decoded K slice
+  float* vrow = krow + hd;   // decoded V slice
   float* acc = s.acc.data();
   float* score = s.scores.data();  // [kKeyBlock] scores, then [kKeyBlock] probabilities
   quant::QuantizeRow(q_type, q, s.q_enc.data(), head_dim);
@@ -216,8 +218,8 @@ LS_TARGET_AVX2 inline void AccumulateF16(const uint8_t* const* v, int nb, const 
 // kFlash for NQ heads sharing one kv head, F16 K and V, hd % 8 == 0: FlashHeadScalar's arithmetic with
 // the K and V rows read once for the NQ heads. q: [NQ][hd] rounded f32, acc: [NQ][hd], sc: [2 NQ][kKeyBlock].
 template <int NQ>
-LS_TARGET_AVX2 void FlashF16(const float* q, const uint8_t* kbase, const uint8_t* vbase, const KvRows& kv, int hd,
-                             int32_t n_kv, float scale, float* acc, float* sc, float* m, float* sum) {
+LS_TARGET_AVX2 void FlashF16(const float* q, const uint8_t* kbase, const uint8_t* vbase, const KvRows& kv,
+                             int hd, int32_t n_kv, float scale, float* acc, float* sc, float* m, float* sum) {
   constexpr int kDC = 8;  // accumulator registers per head in the V pass (8: 6% faster than 4 for NQ = 2)
   float* prob = sc + NQ * kKeyBlock;
   const uint8_t* krows[kKeyBlock];
@@ -231,7 +233,8 @@ LS_TARGET_AVX2 void FlashF16(const float* q, const uint8_t* kbase, const uint8_t
     int jj = 0;
     for (; jj + 4 <= nb; jj += 4) {
       for (int i = 0; i < 4; ++i) {
-        if (j0 + jj + i + kPrefetchKeys < n_kv) Prefetch(krows[jj + i] + kPrefetchKeys * kv.k_row_bytes, hd * 2);
+        if (j0 + jj + i + kPrefetchKeys < n_kv)
+          Prefetch(krows[jj + i] + kPrefetchKeys * kv.k_row_bytes, hd * 2);
         Prefetch(vrows[jj + i], hd * 2);
       }
       ScoresF16<NQ, 4>(krows + jj, q, hd, scale, sc, jj);
@@ -289,8 +292,8 @@ void FlashGroupF16(const float* q, int64_t q_stride, int n_q, const KvRows& kv, 
 
 // kStandard for one head: all scores, softmax with a double sum, probabilities rounded to F16 for an F16
 // V cache (the V dot type), V summed in f32.
-void StandardHead(const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv, float scale, float* out,
-                  AttentionScratch& s, bool allow_simd) {
+void StandardHead(const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv, float scale,
+                  float* out, AttentionScratch& s, bool allow_simd) {
   const TensorType q_type = quant::VecDotType(kv.type_k);
   const size_t q_bytes = RowBytes(q_type, head_dim);
   if (s.q_enc.size() < q_bytes) s.q_enc.resize(q_bytes);
@@ -344,7 +347,8 @@ void StandardHead(const float* q, const KvRows& kv, int g, int head_dim, int32_t
 }  // namespace
 
 void AttendGroup(AttentionMode mode, const float* q, int64_t q_stride, int n_q, const KvRows& kv, int g,
-                 int head_dim, int32_t n_kv, float scale, float* out, int64_t out_stride, AttentionScratch& s) {
+                 int head_dim, int32_t n_kv, float scale, float* out, int64_t out_stride,
+                 AttentionScratch& s) {
   if (mode == AttentionMode::kFlash && kv.type_k == TensorType::kF16 && kv.type_v == TensorType::kF16 &&
       head_dim % 8 == 0 && HaveF16Simd()) {
     FlashGroupF16(q, q_stride, n_q, kv, g, head_dim, n_kv, scale, out, out_stride, s);
@@ -364,8 +368,8 @@ void AttendHead(AttentionMode mode, const float* q, const KvRows& kv, int g, int
   AttendGroup(mode, q, head_dim, 1, kv, g, head_dim, n_kv, scale, out, head_dim, s);
 }
 
-void AttendHeadReference(AttentionMode mode, const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv,
-                         float scale, float* out, AttentionScratch& s) {
+void AttendHeadReference(AttentionMode mode, const float* q, const KvRows& kv, int g, int head_dim,
+                         int32_t n_kv, float scale, float* out, AttentionScratch& s) {
   if (mode == AttentionMode::kFlash) {
     FlashHeadScalar(q, kv, g, head_dim, n_kv, scale, out, s);
     return;

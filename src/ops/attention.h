@@ -32,21 +32,22 @@ struct AttentionScratch {
 // How attention rounds, as llama.cpp's two CPU paths do (-fa off / on). Both give softmax(q.K^T * scale) . V.
 enum class AttentionMode {
   kStandard,  // all scores, softmax (double sum), probabilities rounded to F16, V summed in f32
-  kFlash,     // one pass, online softmax per block of 32 keys, F16-rounded accumulator (llama-server's default)
+  kFlash,  // one pass, online softmax per block of 32 keys, F16-rounded accumulator (llama-server's default)
 };
 
 // out[head_dim] = softmax(scale * q.K[0..n_kv)^T) . V[0..n_kv), over kv head `g`.
-void AttendHead(AttentionMode mode, const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv, float scale,
-                float* out, AttentionScratch& scratch);
+void AttendHead(AttentionMode mode, const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv,
+                float scale, float* out, AttentionScratch& scratch);
 
 // AttendHead for the n_q query heads that share kv head `g` (a GQA group): query h at q + h * q_stride, its
 // output at out + h * out_stride. Each K/V row is read once for the whole group; every head's result is
 // bit-identical to AttendHead's.
 void AttendGroup(AttentionMode mode, const float* q, int64_t q_stride, int n_q, const KvRows& kv, int g,
-                 int head_dim, int32_t n_kv, float scale, float* out, int64_t out_stride, AttentionScratch& scratch);
+                 int head_dim, int32_t n_kv, float scale, float* out, int64_t out_stride,
+                 AttentionScratch& scratch);
 
 // The scalar definition of each mode (no vector helpers beyond the kernel table's dots), for tests.
-void AttendHeadReference(AttentionMode mode, const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv,
-                         float scale, float* out, AttentionScratch& scratch);
+void AttendHeadReference(AttentionMode mode, const float* q, const KvRows& kv, int g, int head_dim,
+                         int32_t n_kv, float scale, float* out, AttentionScratch& scratch);
 
 }  // namespace lazyslot

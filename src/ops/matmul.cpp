@@ -13,7 +13,8 @@ namespace lazyslot {
 namespace {
 
 constexpr int kMaxTargets = 4;
-constexpr int64_t kTileRows = 8;  // activation rows per kernel call (the K-quant tiles decode a block once for 8)
+constexpr int64_t kTileRows =
+    8;  // activation rows per kernel call (the K-quant tiles decode a block once for 8)
 constexpr int64_t kDecodeRows = 4;  // batches up to this size stream the weights like a single token
 
 // Weight rows per work chunk. Generation (m <= 4) streams weights from memory: ~32 KiB chunks keep the
@@ -22,7 +23,8 @@ constexpr int64_t kDecodeRows = 4;  // batches up to this size stream the weight
 int64_t ChunkRows(size_t row_bytes, int64_t m) {
   const int64_t target = m <= kDecodeRows ? 32768 : 16384;
   // An even count: the batch tiles take weight rows in pairs.
-  return std::clamp<int64_t>(target / static_cast<int64_t>(std::max<size_t>(row_bytes, 1)), 4, 64) & ~int64_t{1};
+  return std::clamp<int64_t>(target / static_cast<int64_t>(std::max<size_t>(row_bytes, 1)), 4, 64) &
+         ~int64_t{1};
 }
 
 struct Plan {
@@ -139,6 +141,8 @@ void MatMul(ThreadPool& pool, const WeightView& w, const float* x, int64_t m, fl
   MatMulMulti(pool, &t, 1, x, m, scratch);
 }
 
-void GetRow(const WeightView& w, int64_t r, float* out) { quant::DequantizeRow(w.type, w.row(r), out, w.n_in); }
+void GetRow(const WeightView& w, int64_t r, float* out) {
+  quant::DequantizeRow(w.type, w.row(r), out, w.n_in);
+}
 
 }  // namespace lazyslot

@@ -43,7 +43,8 @@ LS_TARGET_AVX2 float DotF16(const void* w, const void* x, int64_t n) {
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    for (int k = 0; k < 4; ++k) acc[k] = _mm256_fmadd_ps(LoadF16(a + i + 8 * k), LoadF16(b + i + 8 * k), acc[k]);
+    for (int k = 0; k < 4; ++k)
+      acc[k] = _mm256_fmadd_ps(LoadF16(a + i + 8 * k), LoadF16(b + i + 8 * k), acc[k]);
   }
   for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(LoadF16(a + i), LoadF16(b + i), acc[0]);
   float sum = Hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
@@ -142,8 +143,8 @@ LS_TARGET_AVX2 inline void StepQ8(const WBlock* const* w, const BlockQ8_0* const
 // W weight rows x R activation rows; out[r * W + k] = dot(w[k], x[r]). dx[r]: row r's scales as f32, or null
 // to convert them from the blocks.
 template <int W, int R, typename WBlock, __m256i (*Unpack)(const WBlock&)>
-LS_TARGET_AVX2 inline void DotQ8Tile(const WBlock* const* w, const BlockQ8_0* const* x, const float* const* dx,
-                                     int64_t nb, float* out) {
+LS_TARGET_AVX2 inline void DotQ8Tile(const WBlock* const* w, const BlockQ8_0* const* x,
+                                     const float* const* dx, int64_t nb, float* out) {
   __m256 even[W][R], odd[W][R];
   for (int k = 0; k < W; ++k) {
     for (int r = 0; r < R; ++r) even[k][r] = odd[k][r] = _mm256_setzero_ps();
@@ -175,13 +176,21 @@ LS_TARGET_AVX2 float DotQ8(const void* w, const void* x, int64_t n) {
 
 // W weight rows (at w[0..W)) against R activation rows.
 template <int W, typename WBlock, __m256i (*Unpack)(const WBlock&)>
-LS_TARGET_AVX2 void TileRows(const WBlock* const* w, const BlockQ8_0* const* x, const float* const* dx, int rows,
-                             int64_t nb, float* res) {
+LS_TARGET_AVX2 void TileRows(const WBlock* const* w, const BlockQ8_0* const* x, const float* const* dx,
+                             int rows, int64_t nb, float* res) {
   switch (rows) {
-    case 4: DotQ8Tile<W, 4, WBlock, Unpack>(w, x, dx, nb, res); break;
-    case 3: DotQ8Tile<W, 3, WBlock, Unpack>(w, x, dx, nb, res); break;
-    case 2: DotQ8Tile<W, 2, WBlock, Unpack>(w, x, dx, nb, res); break;
-    default: DotQ8Tile<W, 1, WBlock, Unpack>(w, x, dx, nb, res); break;
+    case 4:
+      DotQ8Tile<W, 4, WBlock, Unpack>(w, x, dx, nb, res);
+      break;
+    case 3:
+      DotQ8Tile<W, 3, WBlock, Unpack>(w, x, dx, nb, res);
+      break;
+    case 2:
+      DotQ8Tile<W, 2, WBlock, Unpack>(w, x, dx, nb, res);
+      break;
+    default:
+      DotQ8Tile<W, 1, WBlock, Unpack>(w, x, dx, nb, res);
+      break;
   }
 }
 
@@ -236,8 +245,9 @@ LS_TARGET_AVX2 void QuantizeQ8_0(const float* src, void* dst, int64_t n) {
     const float* x = src + ib * kQK8_0;
     __m256 v[4];
     for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_ps(x + 8 * k);
-    const __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(v[0], abs_mask), _mm256_and_ps(v[1], abs_mask)),
-                                   _mm256_max_ps(_mm256_and_ps(v[2], abs_mask), _mm256_and_ps(v[3], abs_mask)));
+    const __m256 m =
+        _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(v[0], abs_mask), _mm256_and_ps(v[1], abs_mask)),
+                      _mm256_max_ps(_mm256_and_ps(v[2], abs_mask), _mm256_and_ps(v[3], abs_mask)));
     const float amax = simd::Hmax(m);
     b[ib].d = F32ToF16(amax / 127.0f);
     const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
@@ -287,7 +297,8 @@ LS_TARGET_AVX2 void DequantizeQ8_0(const void* src, float* dst, int64_t n) {
   for (int64_t ib = 0; ib < n / kQK8_0; ++ib) {
     const __m256 d = _mm256_set1_ps(HalfToFloat(b[ib].d));
     for (int k = 0; k < 4; ++k) {
-      const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b[ib].qs + 8 * k)));
+      const __m256i q =
+          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b[ib].qs + 8 * k)));
       _mm256_storeu_ps(dst + ib * kQK8_0 + 8 * k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)));
     }
   }

@@ -23,7 +23,8 @@ LS_TARGET_AVX2 inline __m256i LoadQ(const int8_t* p) {
 // The 8 six-bit scales and mins of a Q4_K/Q5_K block as bytes (sc0..sc7, m0..m7), unpacked four at a time
 // with 32-bit masks: bytes 0-3 = sc0-3 | top bits of sc4-7, 4-7 likewise for m, 8-11 = low nibbles of sc4-7
 // and m4-7 (FORMATS.md section 2).
-inline void UnpackKScales(const uint8_t* s, uint32_t* sc_lo, uint32_t* sc_hi, uint32_t* m_lo, uint32_t* m_hi) {
+inline void UnpackKScales(const uint8_t* s, uint32_t* sc_lo, uint32_t* sc_hi, uint32_t* m_lo,
+                          uint32_t* m_hi) {
   uint32_t a, b, c;
   __builtin_memcpy(&a, s, 4);
   __builtin_memcpy(&b, s + 4, 4);
@@ -61,9 +62,11 @@ LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x
     uint32_t sc_lo, sc_hi, m_lo, m_hi;
     UnpackKScales(base + 4, &sc_lo, &sc_hi, &m_lo, &m_hi);
     // Scales as int16 in both lanes (for per-j broadcasts); mins as int16 pairs m0 m0 m1 m1 ... m7 m7.
-    const __m128i sc16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
+    const __m128i sc16 =
+        _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo)));
     const __m256i scales = _mm256_broadcastsi128_si256(sc16);
-    const __m128i m16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo)));
+    const __m128i m16 =
+        _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo)));
     const __m256i mins = _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
 
     __m256i hbits = kFive ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh)) : _mm256_setzero_si256();
@@ -174,8 +177,8 @@ float DotK(const void* w, const void* x, int64_t n) {
 }
 
 template <template <int> class Kernel>
-void TileK(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride, int64_t n_x, int64_t n,
-           float* out, int64_t out_stride) {
+void TileK(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride, int64_t n_x,
+           int64_t n, float* out, int64_t out_stride) {
   const uint8_t* wb = static_cast<const uint8_t*>(w);
   const uint8_t* xb = static_cast<const uint8_t*>(x);
   for (int64_t r = 0; r < n_w; ++r) {
@@ -186,14 +189,30 @@ void TileK(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_
       float res[8];
       const void* wr = wb + r * w_stride;
       switch (rows) {
-        case 8: Kernel<8>::Run(wr, xs, n / kQK_K, res); break;
-        case 7: Kernel<7>::Run(wr, xs, n / kQK_K, res); break;
-        case 6: Kernel<6>::Run(wr, xs, n / kQK_K, res); break;
-        case 5: Kernel<5>::Run(wr, xs, n / kQK_K, res); break;
-        case 4: Kernel<4>::Run(wr, xs, n / kQK_K, res); break;
-        case 3: Kernel<3>::Run(wr, xs, n / kQK_K, res); break;
-        case 2: Kernel<2>::Run(wr, xs, n / kQK_K, res); break;
-        default: Kernel<1>::Run(wr, xs, n / kQK_K, res); break;
+        case 8:
+          Kernel<8>::Run(wr, xs, n / kQK_K, res);
+          break;
+        case 7:
+          Kernel<7>::Run(wr, xs, n / kQK_K, res);
+          break;
+        case 6:
+          Kernel<6>::Run(wr, xs, n / kQK_K, res);
+          break;
+        case 5:
+          Kernel<5>::Run(wr, xs, n / kQK_K, res);
+          break;
+        case 4:
+          Kernel<4>::Run(wr, xs, n / kQK_K, res);
+          break;
+        case 3:
+          Kernel<3>::Run(wr, xs, n / kQK_K, res);
+          break;
+        case 2:
+          Kernel<2>::Run(wr, xs, n / kQK_K, res);
+          break;
+        default:
+          Kernel<1>::Run(wr, xs, n / kQK_K, res);
+          break;
       }
       for (int k = 0; k < rows; ++k) out[(i + k) * out_stride + r] = res[k];
     }

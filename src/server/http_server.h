@@ -30,7 +30,7 @@ struct ServerOptions {
   int32_t n_predict = -1;
   // Largest request body (--max-body-size); a bigger one is answered 413 without being read.
   uint64_t max_body_size = uint64_t{8} << 20;
-  int http_threads = 0;       // 0: n_parallel + max_queue + 16 (every waiting request holds a thread)
+  int http_threads = 0;  // 0: n_parallel + max_queue + 16 (every waiting request holds a thread)
   // Limits (server_limits.h). max_connections: connections served at once, each on its own HTTP thread;
   // more get 503 at once (0: http_threads). request_timeout_s: a completion or embedding request still
   // running after this is cancelled and answered 504 (0: none). socket_timeout_s: read/write timeout of

@@ -34,7 +34,7 @@ struct Generation {
   int64_t created = 0;
   GenerationParams params;
   std::vector<Choice> choices;
-  int fd = -1;  // the client's socket, for noticing a disconnect (-1: unknown)
+  int fd = -1;           // the client's socket, for noticing a disconnect (-1: unknown)
   Deadline deadline{0};  // --request-timeout, counted from the request's arrival (queue wait included)
   Clock::time_point last_check = Clock::now();
   bool cancelled = false;

@@ -111,7 +111,8 @@ void Models(ServerState& st, httplib::Response& res) {
 
 void Props(ServerState& st, httplib::Response& res) {
   const EngineConfig& cfg = st.engine->config();
-  nlohmann::json settings = {{"n_ctx", st.engine->n_ctx_slot()}, {"n_predict", st.opts.n_predict}, {"model", st.model_id}};
+  nlohmann::json settings = {
+      {"n_ctx", st.engine->n_ctx_slot()}, {"n_predict", st.opts.n_predict}, {"model", st.model_id}};
   SendJson(res, {{"default_generation_settings", settings},
                  {"total_slots", cfg.n_parallel},
                  {"n_parallel", cfg.n_parallel},

@@ -1,13 +1,13 @@
 // Engine tests on real models: llama-server's greedy text for TinyLLama, batching invariance over slots,
 // embeddings, prompt-length errors, the queue bound and cancellation.
+#include "engine/engine.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
-#include "engine/engine.h"
 #include "drain.h"
 #include "greedy_reference.h"
 #include "test_util.h"
@@ -20,7 +20,8 @@ using namespace std::chrono_literals;
 using testing::Collected;
 using testing::Drain;
 
-std::unique_ptr<Engine> MakeEngine(const std::string& model, int n_parallel, int32_t n_ctx, int max_queue = 64) {
+std::unique_ptr<Engine> MakeEngine(const std::string& model, int n_parallel, int32_t n_ctx,
+                                   int max_queue = 64) {
   EngineConfig cfg;
   cfg.model_path = testing::SharedPath(model);
   cfg.n_parallel = n_parallel;

@@ -1,6 +1,8 @@
 // Every kernel set this CPU supports (scalar, AVX2, AVX-512) against the scalar reference: quantize and
 // dequantize bit-identical, dots equal up to float summation order, tiles bit-identical to the same set's
 // single dots, over ragged sizes and misaligned pointers. Also the dispatch self-check.
+#include "quant/kernels.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "quant/kernels.h"
 #include "quant/quant.h"
 #include "quant_test_util.h"
 
@@ -83,8 +84,8 @@ TEST(Kernels, QuantizeAndDequantizeBitIdentical) {
           Misaligned got(want.data(), bytes, Offset(t, off));
           ScalarKernels().quantize[f](reinterpret_cast<const float*>(src.data()), want.data(), n);
           s.quantize[f](reinterpret_cast<const float*>(src.data()), got.data(), n);
-          ASSERT_EQ(std::memcmp(want.data(), got.data(), bytes), 0) << s.name << " quantize " << TypeName(t)
-                                                                    << " n=" << n << " off=" << off;
+          ASSERT_EQ(std::memcmp(want.data(), got.data(), bytes), 0)
+              << s.name << " quantize " << TypeName(t) << " n=" << n << " off=" << off;
           std::vector<float> dw(n), dg(n + 1);
           ScalarKernels().dequantize[f](got.data(), dw.data(), n);
           s.dequantize[f](got.data(), dg.data() + 1, n);
@@ -106,7 +107,8 @@ TEST(Kernels, QuantizeQ8EdgeCasesBitIdentical) {
       rows.emplace_back(n, -1.0f);
       rows.emplace_back(n, 1e-38f);  // 127/amax overflows to inf in Q8_0
       std::vector<float> ties(n);
-      for (int64_t i = 0; i < n; ++i) ties[i] = (i % 32 == 0) ? 127.0f : static_cast<float>(i % 64) * 0.5f - 16;
+      for (int64_t i = 0; i < n; ++i)
+        ties[i] = (i % 32 == 0) ? 127.0f : static_cast<float>(i % 64) * 0.5f - 16;
       rows.push_back(ties);
       std::vector<float> equal_mag(n, 0.25f);
       for (int64_t i = 0; i < n; i += 2) equal_mag[i] = -0.25f;  // +-max ties: the first one sets the sign
@@ -115,7 +117,8 @@ TEST(Kernels, QuantizeQ8EdgeCasesBitIdentical) {
         std::vector<uint8_t> a(RowBytes(t, n)), b(RowBytes(t, n));
         ScalarKernels().quantize[f](x.data(), a.data(), n);
         s.quantize[f](x.data(), b.data(), n);
-        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size()), 0) << s.name << " " << TypeName(t) << " " << x[1];
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size()), 0)
+            << s.name << " " << TypeName(t) << " " << x[1];
       }
     }
   }
@@ -129,8 +132,8 @@ TEST(Kernels, DotsMatchScalarAndTilesMatchDots) {
       const int fa = FormatIndex(at);
       for (int64_t n : SizesFor(t)) {
         const size_t wbytes = RowBytes(t, n), xbytes = RowBytes(at, n);
-        // 5 weight rows x 10 activation rows (tiles take weight rows in pairs and activation rows up to 8 at a
-        // time), rows packed back to back and misaligned (Offset).
+        // 5 weight rows x 10 activation rows (tiles take weight rows in pairs and activation rows up to 8 at
+        // a time), rows packed back to back and misaligned (Offset).
         constexpr int kW = 5, kX = 10, kStride = kW + 2;
         std::vector<uint8_t> w(kW * wbytes), x(kX * xbytes);
         std::vector<std::vector<float>> dwr(kW, std::vector<float>(n)), dxr(kX, std::vector<float>(n));
@@ -172,7 +175,8 @@ TEST(Kernels, DotsMatchScalarAndTilesMatchDots) {
                   ASSERT_EQ(out[i * kStride + r], single[i][r])
                       << s.name << " tile " << TypeName(t) << " n=" << n << " " << nw << "x" << nx;
                 } else {
-                  ASSERT_EQ(out[i * kStride + r], -1.0f) << "tile wrote outside its " << nx << "x" << nw << " block";
+                  ASSERT_EQ(out[i * kStride + r], -1.0f)
+                      << "tile wrote outside its " << nx << "x" << nw << " block";
                 }
               }
             }
@@ -191,7 +195,8 @@ TEST(Kernels, PublicTileMatchesPublicDot) {
     for (int r = 0; r < 2; ++r) {
       QuantizeRow(t, RandomRow(n, 10 + r).data(), w.data() + r * RowBytes(t, n), n);
     }
-    for (int i = 0; i < 5; ++i) QuantizeRow(at, RandomRow(n, 20 + i).data(), x.data() + i * RowBytes(at, n), n);
+    for (int i = 0; i < 5; ++i)
+      QuantizeRow(at, RandomRow(n, 20 + i).data(), x.data() + i * RowBytes(at, n), n);
     float out[10];
     VecDotTile(t, w.data(), RowBytes(t, n), 2, x.data(), RowBytes(at, n), 5, n, out, 2);
     for (int i = 0; i < 5; ++i) {

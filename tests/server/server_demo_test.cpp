@@ -65,7 +65,8 @@ TEST(ServerDemo, HealthIs503WhileTheModelLoads) {
   // EPIPE: SIGPIPE is ignored around it (it would kill the test process).
   const int fd = open(fifo.c_str(), O_WRONLY);
   ASSERT_GE(fd, 0);
-  struct sigaction ignore {}, old {};
+  struct sigaction ignore {
+  }, old{};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ignore, &old);
   const ssize_t written = write(fd, "not a gguf", 10);

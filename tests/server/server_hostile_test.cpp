@@ -556,7 +556,8 @@ TEST(ServerHostile, EveryMalformedRequestGetsAPrecise4xxAndTheServerStaysCorrect
   // request line while the client keeps its side open. When the client half-closes at once, the library may
   // write nothing (it skips the reply once it sees end of file, a race on loopback): then either reply is
   // fine, and bytes that never form a line (a TLS hello) get none. The server must carry on in every case.
-  const std::vector<std::string> unparseable = {"HELLO\r\n\r\n", "GET\r\n\r\n", "GET /health HTTP/9.9\r\n\r\n"};
+  const std::vector<std::string> unparseable = {"HELLO\r\n\r\n", "GET\r\n\r\n",
+                                                "GET /health HTTP/9.9\r\n\r\n"};
   auto expect_line_error = [](const Reply& r, const std::string& raw) {
     EXPECT_EQ(r.status, 400) << raw << ": " << r.body;
     EXPECT_NE(r.body.find("malformed HTTP request line"), std::string::npos) << r.body;
