@@ -60,20 +60,12 @@ Reply Send(const ServerProcess& srv, const std::string& method, const std::strin
 }
 
 // A request written byte for byte on a socket (for what curl will not send); reads until the server closes
-// or 10 s pass. Status 0 if no status line came back.
-// Sends raw bytes and reads the reply until the server closes. With half_close the client ends its side
-// right after sending (the server then sees end of file behind the request).
+// or 10 s pass. Status 0 if no status line came back. With half_close the client ends its side right after
+// sending (the server then sees end of file behind the request).
 Reply SendRaw(int port, const std::string& bytes, bool half_close) {
   Reply r;
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return r;
-  }
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return r;
   send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
   if (half_close) shutdown(fd, SHUT_WR);
   const std::string got = ReadUntil(fd, "\x01never\x01", std::chrono::seconds(10));

@@ -4,6 +4,9 @@
 // limit is hit a normal request still works.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "server_harness.h"
 
 namespace lazyslot::testing {
@@ -122,12 +125,8 @@ TEST(ServerLimits, ConnectionsOverTheLimitGetA503AtOnce) {
   // Two idle connections take both places (each holds an HTTP thread until it closes).
   std::vector<int> held;
   for (int i = 0; i < 2; ++i) {
-    const int s = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<uint16_t>(srv->port()));
-    ASSERT_EQ(connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    const int s = ConnectLoopback(srv->port());
+    ASSERT_GE(s, 0) << std::strerror(errno);
     held.push_back(s);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // accepted and handed to the workers
