@@ -1,6 +1,8 @@
 // Single-thread dot-product throughput of every kernel set on this CPU, in GB/s of weight bytes read:
 // a cache-resident matrix (~1M values) and a DRAM-sized one (~64M values), one activation row (generation)
-// and a 4-row tile (batched decoding). Build: the `quant_bench` target; run: ./quant_bench [--quick].
+// and a 4-row tile (batched decoding). Then prompt-sized work as the matmul does it, in GMAC/s: a 24-row
+// chunk of weights against 512 activation rows, 8 at a time, through the plain tile and, where the set
+// has one, the packed kernel (packing included). Build: the `quant_bench` target; run: ./quant_bench [--quick].
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -69,6 +71,53 @@ double Measure(const KernelSet& ks, const Case& c, int tile, double min_seconds)
   return static_cast<double>(w.size()) / best / 1e9;
 }
 
+// GMAC/s of a prompt-sized product: `rows` weight rows of n values x `batch` activation rows, tiles of 8
+// activation rows; `packed` interleaves the rows first (PackedKernel), as MatMul does per chunk.
+double MeasureBatch(const KernelSet& ks, TensorType type, int64_t n, int64_t rows, int64_t batch, bool packed,
+                    double min_seconds) {
+  const int f = FormatIndex(type);
+  const TensorType at = VecDotType(type);
+  const size_t wbytes = RowBytes(type, n), xbytes = RowBytes(at, n);
+  std::vector<uint8_t> w(wbytes * rows), x(xbytes * batch);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> row(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (float& v : row) v = dist(rng);
+    QuantizeRow(type, row.data(), w.data() + r * wbytes, n);
+  }
+  for (int64_t i = 0; i < batch; ++i) {
+    for (float& v : row) v = dist(rng);
+    QuantizeRow(at, row.data(), x.data() + i * xbytes, n);
+  }
+  const PackedKernel& pk = ks.packed[f];
+  std::vector<uint8_t> buf(packed ? pk.group_bytes(n) * (rows / kPackRows) : 0);
+  std::vector<float> out(rows * batch);
+  double best = 1e30;
+  const double t0 = Seconds();
+  for (int64_t pass = 0; Seconds() - t0 < min_seconds || pass < 3; ++pass) {
+    const double p0 = Seconds();
+    if (packed) {
+      for (int64_t g = 0; g < rows / kPackRows; ++g) {
+        pk.pack(w.data() + g * kPackRows * wbytes, wbytes, n, buf.data() + g * pk.group_bytes(n));
+      }
+    }
+    for (int64_t i = 0; i < batch; i += 8) {
+      if (packed) {
+        pk.tile(buf.data(), rows / kPackRows, x.data() + i * xbytes, xbytes, 8, n, out.data() + i * rows, rows);
+      } else if (ks.vec_dot_tile[f]) {
+        ks.vec_dot_tile[f](w.data(), wbytes, rows, x.data() + i * xbytes, xbytes, 8, n, out.data() + i * rows,
+                           rows);
+      } else {
+        VecDotTileGeneric(ks.vec_dot[f], w.data(), wbytes, rows, x.data() + i * xbytes, xbytes, 8, n,
+                          out.data() + i * rows, rows);
+      }
+    }
+    best = std::min(best, Seconds() - p0);
+  }
+  return static_cast<double>(rows * batch * n) / best / 1e9;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,6 +133,17 @@ int main(int argc, char** argv) {
       const double big = quick ? 0 : Measure(ks, {t, n, 64 * 1024}, 1, secs);
       const double tile4 = Measure(ks, {t, n, 1024}, 4, secs);
       std::printf("%-8s %-6s %14.2f %14.2f %14.2f\n", ks.name, TypeName(t), small, big, tile4);
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\n%-8s %-6s %18s %18s\n", "isa", "type", "24x512 tile GMAC/s", "packed GMAC/s");
+  for (const KernelSet& ks : AvailableKernels()) {
+    for (TensorType t : types) {
+      const int64_t n = 1024;
+      const double tile = MeasureBatch(ks, t, n, 24, 512, false, secs);
+      const bool has_packed = ks.packed[FormatIndex(t)].pack != nullptr;
+      const double packed = has_packed ? MeasureBatch(ks, t, n, 24, 512, true, secs) : 0;
+      std::printf("%-8s %-6s %18.2f %18.2f\n", ks.name, TypeName(t), tile, packed);
       std::fflush(stdout);
     }
   }

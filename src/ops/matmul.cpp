@@ -1,9 +1,12 @@
 // MatMul: encode the activations once, then the threads take chunks of weight rows from a shared queue.
 // Within a chunk the activation rows go eight at a time through the kernel's tile (a K-quant weight block is
 // decoded once per eight rows), and the chunk's weights (<= 16 KiB) stay in L1 while the batch streams by.
+// Prompt-sized batches of a format with a packed kernel (Q4_K on AVX2) first interleave the chunk's rows in
+// groups of eight into a per-thread buffer (quant::PackedKernel), so one instruction serves eight rows.
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/status.h"
 #include "quant/kernels.h"
@@ -16,15 +19,19 @@ constexpr int kMaxTargets = 4;
 constexpr int64_t kTileRows =
     8;  // activation rows per kernel call (the K-quant tiles decode a block once for 8)
 constexpr int64_t kDecodeRows = 4;  // batches up to this size stream the weights like a single token
+// Packing a chunk costs about as much as a few activation rows through the plain tile; from this many rows on
+// the packed kernel's savings repay it (Q4_K, quant_bench's "pp" columns).
+constexpr int64_t kPackMinRows = 16;
 
 // Weight rows per work chunk. Generation (m <= 4) streams weights from memory: ~32 KiB chunks keep the
 // queue short (one atomic per chunk) while leaving enough chunks to balance two threads. Prompt batches
 // reuse each chunk m / 4 times: <= 16 KiB keeps it in L1 next to the current activation tile.
-int64_t ChunkRows(size_t row_bytes, int64_t m) {
+int64_t ChunkRows(size_t row_bytes, int64_t m, bool packed) {
   const int64_t target = m <= kDecodeRows ? 32768 : 16384;
-  // An even count: the batch tiles take weight rows in pairs.
-  return std::clamp<int64_t>(target / static_cast<int64_t>(std::max<size_t>(row_bytes, 1)), 4, 64) &
-         ~int64_t{1};
+  const int64_t rows = target / static_cast<int64_t>(std::max<size_t>(row_bytes, 1));
+  // Whole groups for a packed kernel; else an even count (the batch tiles take weight rows in pairs).
+  if (packed) return std::clamp<int64_t>(rows, quant::kPackRows, 64) / quant::kPackRows * quant::kPackRows;
+  return std::clamp<int64_t>(rows, 4, 64) & ~int64_t{1};
 }
 
 struct Plan {
@@ -33,15 +40,38 @@ struct Plan {
   int64_t ldy = 0;
   quant::VecDotTileFn tile = nullptr;  // null: the generic loop over `dot`
   quant::VecDotFn dot = nullptr;
+  const quant::PackedKernel* packed = nullptr;  // set when this batch goes through the packed kernel
   const uint8_t* act = nullptr;  // encoded activations [m, act_row_bytes]
   size_t act_row_bytes = 0;
   int64_t chunk_rows = 0;
   int64_t first_chunk = 0;  // index of this target's first chunk in the shared queue
 };
 
+// Rows [r0, r0 + 8 * groups) through the packed kernel: interleave them once, then every activation row.
+void RunPacked(const Plan& p, int64_t r0, int64_t groups, int64_t m) {
+  const WeightView& w = *p.w;
+  const size_t group_bytes = p.packed->group_bytes(w.n_in);
+  thread_local std::vector<uint8_t> buf;  // grows to one chunk (<= 64 rows), kept for the thread's life
+  if (buf.size() < static_cast<size_t>(groups) * group_bytes) buf.resize(static_cast<size_t>(groups) * group_bytes);
+  for (int64_t g = 0; g < groups; ++g) {
+    p.packed->pack(w.row(r0 + g * quant::kPackRows), w.row_bytes, w.n_in, buf.data() + g * group_bytes);
+  }
+  for (int64_t i0 = 0; i0 < m; i0 += kTileRows) {
+    const int64_t nx = std::min(kTileRows, m - i0);
+    p.packed->tile(buf.data(), groups, p.act + static_cast<size_t>(i0) * p.act_row_bytes, p.act_row_bytes, nx,
+                   w.n_in, p.y + i0 * p.ldy + r0, p.ldy);
+  }
+}
+
 // y rows [r0, r1) of one target for all m activation rows.
 void RunChunk(const Plan& p, int64_t r0, int64_t r1, int64_t m) {
   const WeightView& w = *p.w;
+  if (p.packed) {
+    const int64_t groups = (r1 - r0) / quant::kPackRows;
+    RunPacked(p, r0, groups, m);
+    r0 += groups * quant::kPackRows;  // a ragged tail of the matrix goes through the plain tile
+  }
+  if (r0 >= r1) return;
   for (int64_t i0 = 0; i0 < m; i0 += kTileRows) {
     const int64_t nx = std::min(kTileRows, m - i0);
     const uint8_t* a = p.act + static_cast<size_t>(i0) * p.act_row_bytes;
@@ -110,9 +140,10 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
     LS_CHECK(f >= 0 && ks.vec_dot[f] != nullptr);
     p.tile = ks.vec_dot_tile[f];
     p.dot = ks.vec_dot[f];
+    if (m >= kPackMinRows && ks.packed[f].pack != nullptr) p.packed = &ks.packed[f];
     p.act = enc + act_offset[act_of[j]];
     p.act_row_bytes = RowBytes(act_types[act_of[j]], n_in);
-    p.chunk_rows = ChunkRows(p.w->row_bytes, m);
+    p.chunk_rows = ChunkRows(p.w->row_bytes, m, p.packed != nullptr);
     p.first_chunk = n_chunks;
     n_chunks += (p.w->n_out + p.chunk_rows - 1) / p.chunk_rows;
   }

@@ -28,6 +28,23 @@ using VecDotFn = float (*)(const void* w, const void* x, int64_t n);
 using VecDotTileFn = void (*)(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride,
                               int64_t n_x, int64_t n, float* out, int64_t out_stride);
 
+// Interleaved weights for prompt-sized batches. A format with a packed kernel can rewrite kPackRows weight
+// rows (n values each) into one group of group_bytes(n) bytes whose layout lets one multiply instruction
+// serve several weight rows; the matmul packs a chunk of rows once and streams many activation rows by.
+// The packed tile gives the same results bit for bit as vec_dot on the unpacked rows.
+inline constexpr int kPackRows = 8;
+// Writes rows w, w + w_stride, ... (kPackRows of them) into `dst` (PackedKernel::group_bytes(n) bytes).
+using PackFn = void (*)(const void* w, size_t w_stride, int64_t n, void* dst);
+// out[i * out_stride + g * kPackRows + r] = dot(row r of group g, activation row i) for g < n_groups,
+// r < kPackRows, i < n_x; groups are group_bytes(n) apart from `packed`.
+using PackedTileFn = void (*)(const void* packed, int64_t n_groups, const void* x, size_t x_stride,
+                              int64_t n_x, int64_t n, float* out, int64_t out_stride);
+struct PackedKernel {
+  PackFn pack = nullptr;  // null: the format has no packed kernel in this set
+  PackedTileFn tile = nullptr;
+  size_t (*group_bytes)(int64_t n) = nullptr;
+};
+
 struct KernelSet {
   Isa isa = Isa::kScalar;
   const char* name = "scalar";
@@ -38,6 +55,7 @@ struct KernelSet {
   QuantizeFn quantize[kFormatCount] = {};
   VecDotFn vec_dot[kFormatCount] = {};          // indexed by the weight's format
   VecDotTileFn vec_dot_tile[kFormatCount] = {};  // null: the generic loop over vec_dot
+  PackedKernel packed[kFormatCount] = {};        // optional; never filled from the scalar set
 };
 
 // The scalar reference set (always complete).
@@ -64,6 +82,7 @@ CpuFeatures DetectCpu();
 void FillAvx2Kernels(KernelSet* set);
 void FillAvx512Kernels(KernelSet* set, const CpuFeatures& cpu);
 void FillAvx2KQuantKernels(KernelSet* set);  // called by FillAvx2Kernels
+void FillAvx2PackedKernels(KernelSet* set);  // called by FillAvx2KQuantKernels
 void FillAvx512KQuantKernels(KernelSet* set);  // called by FillAvx512Kernels
 
 // Compares every entry of `set` with the scalar set on a few pseudo-random rows (exact for quantize and

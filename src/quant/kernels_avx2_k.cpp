@@ -10,6 +10,7 @@ namespace {
 
 using simd::HalfToFloat;
 using simd::Hsum;
+using simd::HsumI32Pair;
 
 // Weight lines asked for ahead of use, as in kernels_avx2.cpp (Q4_K tg: 20.1 -> 27.4 t/s on qwen3-0.6b with
 // 1 KiB). A K-quant block costs more arithmetic per byte, so the lines are asked for further ahead: one
@@ -41,12 +42,14 @@ LS_TARGET_AVX2 inline __m256i BroadcastWordMask(int j) {
 }
 
 // Q4_K/Q5_K: R activation rows per weight block; weights and scales decoded once for all rows.
-// isum = sum_j sc_j * (q_j . x_j) per row in 8 int32 lanes; mins = sum_j m_j * (bsums[2j] + bsums[2j+1]).
+// isum = sum_j sc_j * (q_j . x_j) and msum = sum_j m_j * (bsums[2j] + bsums[2j+1]) are summed exactly as
+// integers per block, then acc += (dx * d) * isum - (dx * dmin) * msum with two FMAs: the order the packed
+// kernel (kernels_avx2_q4k_x8.cpp) follows in its lanes, so both give the same bits.
 template <int R, bool kFive>
 LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x, int64_t nb, float* out) {
   const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-  __m256 acc[R], accm[R];
-  for (int r = 0; r < R; ++r) acc[r] = accm[r] = _mm256_setzero_ps();
+  float acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = 0.0f;
   const size_t stride = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
   for (int64_t ib = 0; ib < nb; ++ib) {
     // Q5_K is Q4_K with qh[32] inserted before qs: d, dmin and scales sit at the same offsets.
@@ -94,11 +97,14 @@ LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x
       }
       const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][ib].bsums));
       const __m256i msum = _mm256_madd_epi16(mins, bsums);
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[r][ib].d * dw), _mm256_cvtepi32_ps(isum), acc[r]);
-      accm[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[r][ib].d * dminw), _mm256_cvtepi32_ps(msum), accm[r]);
+      int32_t it, mt;
+      HsumI32Pair(isum, msum, &it, &mt);
+      const float dx = x[r][ib].d;
+      acc[r] = __builtin_fmaf(dx * dw, static_cast<float>(it), acc[r]);
+      acc[r] = __builtin_fmaf(-(dx * dminw), static_cast<float>(mt), acc[r]);
     }
   }
-  for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]) - Hsum(accm[r]);
+  for (int r = 0; r < R; ++r) out[r] = acc[r];
 }
 
 // Q6_K: q = lo | hi << 4 (0..63) per value; sum_g sc_g * sum (q - 32) x = sum_g sc_g * (sum q x - 32 bsum_g).
@@ -228,6 +234,7 @@ void FillAvx2KQuantKernels(KernelSet* set) {
   set->vec_dot_tile[kQ4_K] = TileK<Q4KKernel>;
   set->vec_dot_tile[kQ5_K] = TileK<Q5KKernel>;
   set->vec_dot_tile[kQ6_K] = TileK<Q6KKernel>;
+  FillAvx2PackedKernels(set);
 }
 
 }  // namespace lazyslot::quant

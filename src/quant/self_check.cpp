@@ -82,6 +82,20 @@ std::string SelfCheck(const KernelSet& set) {
         if (std::memcmp(&o, &got, sizeof(float)) != 0) return Describe("vec_dot_tile", name, n);
       }
     }
+    const PackedKernel& pk = set.packed[f];
+    if (pk.pack != nullptr) {
+      // One packed group of kPackRows copies of the row against 5 activation rows (one full pass of the
+      // kernel and a ragged one): every entry equals the single dot bit for bit.
+      std::vector<uint8_t> rows(kPackRows * bytes), group(pk.group_bytes(n)), x5(5 * x.size());
+      for (int r = 0; r < kPackRows; ++r) std::memcpy(rows.data() + r * bytes, a.data(), bytes);
+      for (int i = 0; i < 5; ++i) std::memcpy(x5.data() + i * x.size(), x.data(), x.size());
+      pk.pack(rows.data(), bytes, n, group.data());
+      float out[5 * kPackRows];
+      pk.tile(group.data(), 1, x5.data(), x.size(), 5, n, out, kPackRows);
+      for (float o : out) {
+        if (std::memcmp(&o, &got, sizeof(float)) != 0) return Describe("packed tile", name, n);
+      }
+    }
   }
   return "";
 }

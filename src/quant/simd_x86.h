@@ -38,6 +38,15 @@ LS_TARGET_AVX2 inline int32_t HsumI32(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
+// The sums of the 8 lanes of a and of b (exact integer sums, one reduction for both).
+LS_TARGET_AVX2 inline void HsumI32Pair(__m256i a, __m256i b, int32_t* sum_a, int32_t* sum_b) {
+  const __m256i h = _mm256_hadd_epi32(a, b);  // a01 a23 b01 b23 | a45 a67 b45 b67
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  s = _mm_hadd_epi32(s, s);  // sum_a sum_b sum_a sum_b
+  *sum_a = _mm_cvtsi128_si32(s);
+  *sum_b = _mm_extract_epi32(s, 1);
+}
+
 // 32 unsigned nibbles of 16 bytes: low nibbles in bytes 0-15, high nibbles in bytes 16-31 (the Q4_0 order).
 LS_TARGET_AVX2 inline __m256i UnpackNibbles(const uint8_t* p) {
   const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));

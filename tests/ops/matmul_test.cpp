@@ -85,18 +85,28 @@ TEST(MatMul, BitIdenticalToNaiveForEveryTypeAndShape) {
   }
 }
 
+// Prompt-sized batches: tiles of 8 activation rows, and for Q4_K the packed kernel (from 16 rows on) with a
+// ragged tail of weight rows through the plain tile; y rows wider than n_out keep their gap untouched.
 TEST(MatMul, LargeBatchUsesTilesAndStaysExact) {
   std::mt19937 rng(11);
   ThreadPool pool(2);
   MatMulScratch scratch;
   for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_K, TensorType::kQ6_K}) {
-    const Matrix w = RandomMatrix(type, 512, 133, rng);
-    const int64_t m = 70;
-    const std::vector<float> x = RandomActivations(m, 512, rng);
-    std::vector<float> y(m * 133);
-    MatMul(pool, w.view, x.data(), m, y.data(), 133, scratch);
-    const std::vector<float> want = Naive(w.view, x, m, 133);
-    for (size_t k = 0; k < y.size(); ++k) ASSERT_EQ(y[k], want[k]) << TypeName(type) << " at " << k;
+    for (int64_t n_in : {512, 3072}) {
+      for (int64_t n_out : {8, 133}) {
+        const Matrix w = RandomMatrix(type, n_in, n_out, rng);
+        for (int64_t m : {15, 16, 70}) {
+          const std::vector<float> x = RandomActivations(m, n_in, rng);
+          const int64_t ldy = n_out + 2;
+          std::vector<float> y(m * ldy, -1.0f);
+          MatMul(pool, w.view, x.data(), m, y.data(), ldy, scratch);
+          const std::vector<float> want = Naive(w.view, x, m, ldy);
+          for (size_t k = 0; k < y.size(); ++k) {
+            ASSERT_EQ(y[k], want[k]) << TypeName(type) << " " << n_in << "x" << n_out << " m=" << m << " at " << k;
+          }
+        }
+      }
+    }
   }
 }
 
@@ -108,7 +118,7 @@ TEST(MatMul, MultiMatchesSeparateCallsWithMixedTypes) {
   const Matrix a = RandomMatrix(TensorType::kQ8_0, 256, 65, rng);
   const Matrix b = RandomMatrix(TensorType::kQ4_K, 256, 17, rng);
   const Matrix c = RandomMatrix(TensorType::kF16, 256, 9, rng);
-  for (int64_t m : {1, 6}) {
+  for (int64_t m : {1, 6, 20}) {
     const std::vector<float> x = RandomActivations(m, 256, rng);
     std::vector<float> ya(m * 65), yb(m * 17), yc(m * 9);
     const MatMulTarget t[3] = {{&a.view, ya.data(), 65}, {&b.view, yb.data(), 17}, {&c.view, yc.data(), 9}};

@@ -187,6 +187,59 @@ TEST(Kernels, DotsMatchScalarAndTilesMatchDots) {
   }
 }
 
+// Packed kernels (interleaved groups of kPackRows weight rows): every output bit-identical to the same set's
+// single dot, for 1-3 groups, 1-9 activation rows (the kernel passes over 4 at a time), every row length,
+// misaligned source rows and activations; nothing written outside the n_x x (8 * groups) block.
+TEST(Kernels, PackedTilesMatchDots) {
+  int checked = 0;
+  for (const KernelSet& s : AvailableKernels()) {
+    for (TensorType t : WeightTypes()) {
+      const int f = FormatIndex(t);
+      const PackedKernel& pk = s.packed[f];
+      if (pk.pack == nullptr) continue;
+      ASSERT_NE(pk.tile, nullptr);
+      const TensorType at = VecDotType(t);
+      for (int64_t n : SizesFor(t)) {
+        constexpr int kGroups = 3, kX = 9;
+        constexpr int kW = kGroups * kPackRows, kStride = kW + 3;
+        const size_t wbytes = RowBytes(t, n), xbytes = RowBytes(at, n);
+        std::vector<uint8_t> w(kW * wbytes), x(kX * xbytes);
+        for (int r = 0; r < kW; ++r) {
+          QuantizeRow(t, RandomRow(n, 3000 + r + static_cast<uint32_t>(n), 0.05f).data(), w.data() + r * wbytes, n);
+        }
+        for (int i = 0; i < kX; ++i) {
+          QuantizeRow(at, RandomRow(n, 4000 + i + static_cast<uint32_t>(n), 2.0f).data(), x.data() + i * xbytes,
+                      n);
+        }
+        Misaligned wm(w.data(), w.size(), 5), xm(x.data(), x.size(), 3);
+        std::vector<uint8_t> packed(kGroups * pk.group_bytes(n));
+        for (int g = 0; g < kGroups; ++g) {
+          pk.pack(wm.data() + g * kPackRows * wbytes, wbytes, n, packed.data() + g * pk.group_bytes(n));
+        }
+        for (int groups = 1; groups <= kGroups; ++groups) {
+          for (int nx = 1; nx <= kX; ++nx) {
+            std::vector<float> out(kX * kStride, -1.0f);
+            pk.tile(packed.data(), groups, xm.data(), xbytes, nx, n, out.data(), kStride);
+            for (int i = 0; i < kX; ++i) {
+              for (int r = 0; r < kStride; ++r) {
+                if (i < nx && r < groups * kPackRows) {
+                  const float want = s.vec_dot[f](w.data() + r * wbytes, x.data() + i * xbytes, n);
+                  ASSERT_EQ(out[i * kStride + r], want)
+                      << s.name << " packed " << TypeName(t) << " n=" << n << " row " << r << " x" << i;
+                } else {
+                  ASSERT_EQ(out[i * kStride + r], -1.0f) << "packed tile wrote outside its block";
+                }
+              }
+            }
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  if (checked == 0) std::printf("no kernel set on this CPU has a packed kernel: nothing to compare\n");
+}
+
 TEST(Kernels, PublicTileMatchesPublicDot) {
   const int64_t n = 512;
   for (TensorType t : WeightTypes()) {
