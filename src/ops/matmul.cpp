@@ -1,7 +1,7 @@
 // MatMul: encode the activations once, then the threads take chunks of weight rows from a shared queue.
 // Within a chunk the activation rows go eight at a time through the kernel's tile (a K-quant weight block is
 // decoded once per eight rows), and the chunk's weights (<= 16 KiB) stay in L1 while the batch streams by.
-// Prompt-sized batches of a format with a packed kernel (Q4_K on AVX2) first interleave the chunk's rows in
+// Prompt-sized batches of a format with a packed kernel (Q4_K and Q5_K on AVX2) first interleave the chunk's rows in
 // groups of eight into a per-thread buffer (quant::PackedKernel), so one instruction serves eight rows.
 #include "ops/matmul.h"
 

@@ -44,7 +44,7 @@ LS_TARGET_AVX2 inline __m256i BroadcastWordMask(int j) {
 // Q4_K/Q5_K: R activation rows per weight block; weights and scales decoded once for all rows.
 // isum = sum_j sc_j * (q_j . x_j) and msum = sum_j m_j * (bsums[2j] + bsums[2j+1]) are summed exactly as
 // integers per block, then acc += (dx * d) * isum - (dx * dmin) * msum with two FMAs: the order the packed
-// kernel (kernels_avx2_q4k_x8.cpp) follows in its lanes, so both give the same bits.
+// kernel (kernels_avx2_packed.cpp) follows in its lanes, so both give the same bits.
 template <int R, bool kFive>
 LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x, int64_t nb, float* out) {
   const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);

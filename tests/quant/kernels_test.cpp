@@ -204,12 +204,17 @@ TEST(Kernels, PackedTilesMatchDots) {
         constexpr int kW = kGroups * kPackRows, kStride = kW + 3;
         const size_t wbytes = RowBytes(t, n), xbytes = RowBytes(at, n);
         std::vector<uint8_t> w(kW * wbytes), x(kX * xbytes);
+        // The last group and the last activation row are constant: the largest weight codes (15 for Q4_K, 31
+        // for Q5_K) against -128 everywhere, the worst case for the kernels' int16 sums.
         for (int r = 0; r < kW; ++r) {
-          QuantizeRow(t, RandomRow(n, 3000 + r + static_cast<uint32_t>(n), 0.05f).data(), w.data() + r * wbytes, n);
+          std::vector<float> v = RandomRow(n, 3000 + r + static_cast<uint32_t>(n), 0.05f);
+          if (r >= (kGroups - 1) * kPackRows) v.assign(n, 1.0f);
+          QuantizeRow(t, v.data(), w.data() + r * wbytes, n);
         }
         for (int i = 0; i < kX; ++i) {
-          QuantizeRow(at, RandomRow(n, 4000 + i + static_cast<uint32_t>(n), 2.0f).data(), x.data() + i * xbytes,
-                      n);
+          std::vector<float> v = RandomRow(n, 4000 + i + static_cast<uint32_t>(n), 2.0f);
+          if (i == kX - 1) v.assign(n, -1.0f);
+          QuantizeRow(at, v.data(), x.data() + i * xbytes, n);
         }
         Misaligned wm(w.data(), w.size(), 5), xm(x.data(), x.size(), 3);
         std::vector<uint8_t> packed(kGroups * pk.group_bytes(n));

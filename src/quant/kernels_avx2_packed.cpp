@@ -1,0 +1,204 @@
+// AVX2 packed kernels for Q4_K and Q5_K weights in prompt-sized batches: 8 weight rows interleaved 4 values at
+// a time, so one maddubs multiplies 4 values of each of the 8 rows with the same 4 activation bytes
+// (broadcast). The int16 products of a 32-value sub-block are summed over its steps before ONE madd applies
+// the 8 rows' sub-block scales: Q4_K sums all 8 steps (|sum| <= 8 * 2 * 15 * 128 = 30,720), 9 multiply
+// instructions per 8 rows x 32 values where the row-at-a-time tile (kernels_avx2_k.cpp) needs 16; Q5_K's
+// 5-bit values allow 4 steps (4 * 2 * 31 * 128 = 31,744), 10 multiplies. Multiplies are what bounds that
+// tile on AVX2. Results equal DotK<Q4KKernel> / DotK<Q5KKernel> bit for bit (same integer sums per block,
+// same two FMAs per block).
+#include <cstring>
+
+#include "quant/blocks.h"
+#include "quant/fp16.h"
+#include "quant/kernels.h"
+#include "quant/simd_x86.h"
+
+namespace lazyslot::quant {
+namespace {
+
+// One super-block (256 values) of 8 Q4_K rows.
+struct PackedQ4Kx8 {
+  float d[8];          // row r's f16 super-scale, as float
+  float dmin[8];       // row r's f16 super-min, as float
+  int16_t sc[8][16];   // sub-block j: int16 lanes 2r and 2r+1 = row r's 6-bit scale (one madd pair per row)
+  int16_t mn[4][16];   // sub-blocks 2p, 2p+1: lanes 2r, 2r+1 = row r's mins m_2p, m_2p+1
+  uint8_t qs[4][8][32];  // sub-blocks 2p (low nibbles), 2p+1 (high): step s, bytes 4r..4r+3 = row r's
+                         // qs[32p + 4s .. 32p + 4s + 3], i.e. values 4s..4s+3 of both sub-blocks
+};
+static_assert(sizeof(PackedQ4Kx8) == 1472);
+
+// The same for Q5_K, the 5-bit values whole: sub-block j, step s, bytes 4r..4r+3 = row r's values 4s..4s+3.
+struct PackedQ5Kx8 {
+  float d[8];
+  float dmin[8];
+  int16_t sc[8][16];
+  int16_t mn[4][16];
+  uint8_t q[8][8][32];
+};
+static_assert(sizeof(PackedQ5Kx8) == 2496);
+
+template <class Packed>
+size_t GroupBytes(int64_t n) {
+  return static_cast<size_t>(n / kQK_K) * sizeof(Packed);
+}
+
+// Scales, mins and super-scales of block `b` (Q4_K or Q5_K: same header) into row r's lanes of `p`.
+template <class Packed>
+void PackHeader(const uint8_t* b, int r, Packed& p) {
+  uint16_t d, dmin;
+  std::memcpy(&d, b, 2);
+  std::memcpy(&dmin, b + 2, 2);
+  p.d[r] = F16ToF32(d);
+  p.dmin[r] = F16ToF32(dmin);
+  for (int j = 0; j < 8; ++j) {
+    int sc, m;
+    KScaleMin(b + 4, j, &sc, &m);
+    p.sc[j][2 * r] = p.sc[j][2 * r + 1] = static_cast<int16_t>(sc);
+    p.mn[j / 2][2 * r + (j & 1)] = static_cast<int16_t>(m);
+  }
+}
+
+void PackQ4_K(const void* w, size_t w_stride, int64_t n, void* dst) {
+  const int64_t nb = n / kQK_K;
+  PackedQ4Kx8* out = static_cast<PackedQ4Kx8*>(dst);
+  for (int r = 0; r < kPackRows; ++r) {
+    const BlockQ4_K* row =
+        reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * w_stride);
+    for (int64_t ib = 0; ib < nb; ++ib) {
+      const BlockQ4_K& b = row[ib];
+      PackedQ4Kx8& p = out[ib];
+      PackHeader(reinterpret_cast<const uint8_t*>(&b), r, p);
+      for (int q = 0; q < 4; ++q) {
+        for (int s = 0; s < 8; ++s) std::memcpy(&p.qs[q][s][4 * r], b.qs + 32 * q + 4 * s, 4);
+      }
+    }
+  }
+}
+
+void PackQ5_K(const void* w, size_t w_stride, int64_t n, void* dst) {
+  const int64_t nb = n / kQK_K;
+  PackedQ5Kx8* out = static_cast<PackedQ5Kx8*>(dst);
+  for (int r = 0; r < kPackRows; ++r) {
+    const BlockQ5_K* row =
+        reinterpret_cast<const BlockQ5_K*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * w_stride);
+    for (int64_t ib = 0; ib < nb; ++ib) {
+      const BlockQ5_K& b = row[ib];
+      PackedQ5Kx8& p = out[ib];
+      PackHeader(reinterpret_cast<const uint8_t*>(&b), r, p);
+      for (int j = 0; j < 8; ++j) {
+        for (int l = 0; l < 32; ++l) {
+          const int v = ((b.qs[32 * (j / 2) + l] >> (4 * (j & 1))) & 15) | ((b.qh[l] >> j) & 1) << 4;
+          p.q[j][l / 4][4 * r + l % 4] = static_cast<uint8_t>(v);
+        }
+      }
+    }
+  }
+}
+
+LS_TARGET_AVX2 inline __m256i Broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Unsigned weights of sub-block j, step s (4 values of each of the 8 rows).
+LS_TARGET_AVX2 inline __m256i StepWeights(const PackedQ4Kx8& b, int j, int s) {
+  const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs[j / 2][s]));
+  const __m256i m4 = _mm256_set1_epi8(15);
+  return (j & 1) ? _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4) : _mm256_and_si256(bytes, m4);
+}
+LS_TARGET_AVX2 inline __m256i StepWeights(const PackedQ5Kx8& b, int j, int s) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.q[j][s]));
+}
+
+// R activation rows against one packed group; out[i * out_stride + r] for the group's 8 rows r.
+// kSteps: steps of 4 values summed in int16 before a scale madd (8 for Q4_K, 4 for Q5_K).
+template <int R, class Packed, int kSteps>
+LS_TARGET_AVX2 void GroupRows(const Packed* w, const BlockQ8_K* const* x, int64_t nb, float* out,
+                              int64_t out_stride) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    const Packed& b = w[ib];
+    __m256i isum[R];
+    for (int i = 0; i < R; ++i) isum[i] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const __m256i sc = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.sc[j]));
+      for (int s0 = 0; s0 < 8; s0 += kSteps) {
+        __m256i s16[R];
+        for (int i = 0; i < R; ++i) s16[i] = _mm256_setzero_si256();
+        for (int s = s0; s < s0 + kSteps; ++s) {
+          const __m256i q = StepWeights(b, j, s);
+          for (int i = 0; i < R; ++i) {
+            s16[i] =
+                _mm256_add_epi16(s16[i], _mm256_maddubs_epi16(q, Broadcast4(x[i][ib].qs + 32 * j + 4 * s)));
+          }
+        }
+        for (int i = 0; i < R; ++i) isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(s16[i], sc));
+      }
+    }
+    const __m256 d = _mm256_loadu_ps(b.d), dmin = _mm256_loadu_ps(b.dmin);
+    for (int i = 0; i < R; ++i) {
+      // Sub-block sums of the activations (bsums hold 16-value sums), as int16: B0..B7 in both lanes.
+      const __m256i b32 =
+          _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i][ib].bsums)), ones);
+      const __m128i b16 = _mm_packs_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1));
+      const __m256i bb = _mm256_broadcastsi128_si256(b16);
+      __m256i msum = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.mn[0])),
+                                       _mm256_shuffle_epi32(bb, 0x00));
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.mn[1])),
+                                                      _mm256_shuffle_epi32(bb, 0x55)));
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.mn[2])),
+                                                      _mm256_shuffle_epi32(bb, 0xaa)));
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.mn[3])),
+                                                      _mm256_shuffle_epi32(bb, 0xff)));
+      const __m256 dx = _mm256_set1_ps(x[i][ib].d);
+      acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(dx, d), _mm256_cvtepi32_ps(isum[i]), acc[i]);
+      acc[i] = _mm256_fnmadd_ps(_mm256_mul_ps(dx, dmin), _mm256_cvtepi32_ps(msum), acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) _mm256_storeu_ps(out + i * out_stride, acc[i]);
+}
+
+constexpr int kRowsPerPass = 4;  // activation rows per pass over a group: 4 x 3 accumulators fit 16 registers
+
+template <class Packed, int kSteps>
+void PackedTile(const void* packed, int64_t n_groups, const void* x, size_t x_stride, int64_t n_x, int64_t n,
+                float* out, int64_t out_stride) {
+  const int64_t nb = n / kQK_K;
+  const uint8_t* xb = static_cast<const uint8_t*>(x);
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const Packed* w =
+        reinterpret_cast<const Packed*>(static_cast<const uint8_t*>(packed) + g * GroupBytes<Packed>(n));
+    for (int64_t i = 0; i < n_x; i += kRowsPerPass) {
+      const int rows = static_cast<int>(n_x - i < kRowsPerPass ? n_x - i : kRowsPerPass);
+      const BlockQ8_K* xs[kRowsPerPass];
+      for (int k = 0; k < rows; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(xb + (i + k) * x_stride);
+      float* o = out + i * out_stride + g * kPackRows;
+      switch (rows) {
+        case 4:
+          GroupRows<4, Packed, kSteps>(w, xs, nb, o, out_stride);
+          break;
+        case 3:
+          GroupRows<3, Packed, kSteps>(w, xs, nb, o, out_stride);
+          break;
+        case 2:
+          GroupRows<2, Packed, kSteps>(w, xs, nb, o, out_stride);
+          break;
+        default:
+          GroupRows<1, Packed, kSteps>(w, xs, nb, o, out_stride);
+          break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void FillAvx2PackedKernels(KernelSet* set) {
+  set->packed[kQ4_K] = PackedKernel{PackQ4_K, PackedTile<PackedQ4Kx8, 8>, GroupBytes<PackedQ4Kx8>};
+  set->packed[kQ5_K] = PackedKernel{PackQ5_K, PackedTile<PackedQ5Kx8, 4>, GroupBytes<PackedQ5Kx8>};
+}
+
+}  // namespace lazyslot::quant
