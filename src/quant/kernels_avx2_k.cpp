@@ -10,7 +10,7 @@ namespace {
 
 using simd::HalfToFloat;
 using simd::Hsum;
-using simd::HsumI32Pair;
+using simd::HsumI32PairToFloat;
 
 // Weight lines asked for ahead of use, as in kernels_avx2.cpp (Q4_K tg: 20.1 -> 27.4 t/s on qwen3-0.6b with
 // 1 KiB). A K-quant block costs more arithmetic per byte, so the lines are asked for further ahead: one
@@ -97,11 +97,10 @@ LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x
       }
       const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][ib].bsums));
       const __m256i msum = _mm256_madd_epi16(mins, bsums);
-      int32_t it, mt;
-      HsumI32Pair(isum, msum, &it, &mt);
+      const __m128 sums = HsumI32PairToFloat(isum, msum);  // f32(isum), f32(msum) (exact sums, one rounding)
       const float dx = x[r][ib].d;
-      acc[r] = __builtin_fmaf(dx * dw, static_cast<float>(it), acc[r]);
-      acc[r] = __builtin_fmaf(-(dx * dminw), static_cast<float>(mt), acc[r]);
+      acc[r] = __builtin_fmaf(dx * dw, _mm_cvtss_f32(sums), acc[r]);
+      acc[r] = __builtin_fmaf(-(dx * dminw), _mm_cvtss_f32(_mm_movehdup_ps(sums)), acc[r]);
     }
   }
   for (int r = 0; r < R; ++r) out[r] = acc[r];

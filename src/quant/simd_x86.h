@@ -38,13 +38,14 @@ LS_TARGET_AVX2 inline int32_t HsumI32(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
-// The sums of the 8 lanes of a and of b (exact integer sums, one reduction for both).
-LS_TARGET_AVX2 inline void HsumI32Pair(__m256i a, __m256i b, int32_t* sum_a, int32_t* sum_b) {
-  const __m256i h = _mm256_hadd_epi32(a, b);  // a01 a23 b01 b23 | a45 a67 b45 b67
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-  s = _mm_hadd_epi32(s, s);  // sum_a sum_b sum_a sum_b
-  *sum_a = _mm_cvtsi128_si32(s);
-  *sum_b = _mm_extract_epi32(s, 1);
+// The sums of the 8 lanes of a and of b (exact integer sums), converted to float: lane 0 = sum of a, lane 1 =
+// sum of b. No horizontal adds and no trip through general registers (a K-quant dot does this per block).
+LS_TARGET_AVX2 inline __m128 HsumI32PairToFloat(__m256i a, __m256i b) {
+  const __m128i sa = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+  const __m128i sb = _mm_add_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+  // a0 b0 a1 b1 + a2 b2 a3 b3, then the upper pair onto the lower one
+  const __m128i c = _mm_add_epi32(_mm_unpacklo_epi32(sa, sb), _mm_unpackhi_epi32(sa, sb));
+  return _mm_cvtepi32_ps(_mm_add_epi32(c, _mm_shuffle_epi32(c, 0x4e)));
 }
 
 // 32 unsigned nibbles of 16 bytes: low nibbles in bytes 0-15, high nibbles in bytes 16-31 (the Q4_0 order).
