@@ -2,7 +2,8 @@
 // a cache-resident matrix (~1M values) and a DRAM-sized one (~64M values), one activation row (generation)
 // and a 4-row tile (batched decoding). Then prompt-sized work as the matmul does it, in GMAC/s: a 24-row
 // chunk of weights against 512 activation rows, 8 at a time, through the plain tile and, where the set
-// has one, the packed kernel (packing included). Build: the `quant_bench` target; run: ./quant_bench [--quick].
+// has one, the packed kernel (packing included). Build: the `quant_bench` target; run: ./quant_bench
+// [--quick].
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -104,7 +105,8 @@ double MeasureBatch(const KernelSet& ks, TensorType type, int64_t n, int64_t row
     }
     for (int64_t i = 0; i < batch; i += 8) {
       if (packed) {
-        pk.tile(buf.data(), rows / kPackRows, x.data() + i * xbytes, xbytes, 8, n, out.data() + i * rows, rows);
+        pk.tile(buf.data(), rows / kPackRows, x.data() + i * xbytes, xbytes, 8, n, out.data() + i * rows,
+                rows);
       } else if (ks.vec_dot_tile[f]) {
         ks.vec_dot_tile[f](w.data(), wbytes, rows, x.data() + i * xbytes, xbytes, 8, n, out.data() + i * rows,
                            rows);

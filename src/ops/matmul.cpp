@@ -1,8 +1,9 @@
 // MatMul: encode the activations once, then the threads take chunks of weight rows from a shared queue.
 // Within a chunk the activation rows go eight at a time through the kernel's tile (a K-quant weight block is
 // decoded once per eight rows), and the chunk's weights (<= 16 KiB) stay in L1 while the batch streams by.
-// Prompt-sized batches of a format with a packed kernel (Q4_K and Q5_K on AVX2) first interleave the chunk's rows in
-// groups of eight into a per-thread buffer (quant::PackedKernel), so one instruction serves eight rows.
+// Prompt-sized batches of a format with a packed kernel (Q4_K and Q5_K on AVX2) first interleave the chunk's
+// rows in groups of eight into a per-thread buffer (quant::PackedKernel), so one instruction serves eight
+// rows.
 #include "ops/matmul.h"
 
 #include <algorithm>
@@ -41,7 +42,7 @@ struct Plan {
   quant::VecDotTileFn tile = nullptr;  // null: the generic loop over `dot`
   quant::VecDotFn dot = nullptr;
   const quant::PackedKernel* packed = nullptr;  // set when this batch goes through the packed kernel
-  const uint8_t* act = nullptr;  // encoded activations [m, act_row_bytes]
+  const uint8_t* act = nullptr;                 // encoded activations [m, act_row_bytes]
   size_t act_row_bytes = 0;
   int64_t chunk_rows = 0;
   int64_t first_chunk = 0;  // index of this target's first chunk in the shared queue
@@ -52,7 +53,8 @@ void RunPacked(const Plan& p, int64_t r0, int64_t groups, int64_t m) {
   const WeightView& w = *p.w;
   const size_t group_bytes = p.packed->group_bytes(w.n_in);
   thread_local std::vector<uint8_t> buf;  // grows to one chunk (<= 64 rows), kept for the thread's life
-  if (buf.size() < static_cast<size_t>(groups) * group_bytes) buf.resize(static_cast<size_t>(groups) * group_bytes);
+  if (buf.size() < static_cast<size_t>(groups) * group_bytes)
+    buf.resize(static_cast<size_t>(groups) * group_bytes);
   for (int64_t g = 0; g < groups; ++g) {
     p.packed->pack(w.row(r0 + g * quant::kPackRows), w.row_bytes, w.n_in, buf.data() + g * group_bytes);
   }

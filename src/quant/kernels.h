@@ -53,7 +53,7 @@ struct KernelSet {
   // reference only by float summation order. A null entry falls back to the scalar set.
   DequantizeFn dequantize[kFormatCount] = {};
   QuantizeFn quantize[kFormatCount] = {};
-  VecDotFn vec_dot[kFormatCount] = {};          // indexed by the weight's format
+  VecDotFn vec_dot[kFormatCount] = {};           // indexed by the weight's format
   VecDotTileFn vec_dot_tile[kFormatCount] = {};  // null: the generic loop over vec_dot
   PackedKernel packed[kFormatCount] = {};        // optional; never filled from the scalar set
 };
@@ -81,8 +81,8 @@ CpuFeatures DetectCpu();
 // and leave the others as they were (AVX-512 is filled on top of AVX2).
 void FillAvx2Kernels(KernelSet* set);
 void FillAvx512Kernels(KernelSet* set, const CpuFeatures& cpu);
-void FillAvx2KQuantKernels(KernelSet* set);  // called by FillAvx2Kernels
-void FillAvx2PackedKernels(KernelSet* set);  // called by FillAvx2KQuantKernels
+void FillAvx2KQuantKernels(KernelSet* set);    // called by FillAvx2Kernels
+void FillAvx2PackedKernels(KernelSet* set);    // called by FillAvx2KQuantKernels
 void FillAvx512KQuantKernels(KernelSet* set);  // called by FillAvx512Kernels
 
 // Compares every entry of `set` with the scalar set on a few pseudo-random rows (exact for quantize and

@@ -181,11 +181,24 @@ float DotK(const void* w, const void* x, int64_t n) {
   return out;
 }
 
+// One activation row (generation) against n_w weight rows, the single-row kernel inlined in the loop: a call
+// per weight row cost ~4% of tg128 on qwen3-0.6b Q4_K (4 blocks per row).
+template <template <int> class Kernel>
+__attribute__((flatten)) LS_TARGET_AVX2 void OneRowK(const uint8_t* wb, size_t w_stride, int64_t n_w,
+                                                     const BlockQ8_K* x, int64_t nb, float* out) {
+  const BlockQ8_K* xs[1] = {x};
+  for (int64_t r = 0; r < n_w; ++r) Kernel<1>::Run(wb + r * w_stride, xs, nb, out + r);
+}
+
 template <template <int> class Kernel>
 void TileK(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride, int64_t n_x,
            int64_t n, float* out, int64_t out_stride) {
   const uint8_t* wb = static_cast<const uint8_t*>(w);
   const uint8_t* xb = static_cast<const uint8_t*>(x);
+  if (n_x == 1) {
+    OneRowK<Kernel>(wb, w_stride, n_w, static_cast<const BlockQ8_K*>(x), n / kQK_K, out);
+    return;
+  }
   for (int64_t r = 0; r < n_w; ++r) {
     for (int64_t i = 0; i < n_x; i += 8) {
       const int rows = static_cast<int>(n_x - i < 8 ? n_x - i : 8);

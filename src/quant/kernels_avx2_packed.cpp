@@ -1,5 +1,5 @@
-// AVX2 packed kernels for Q4_K and Q5_K weights in prompt-sized batches: 8 weight rows interleaved 4 values at
-// a time, so one maddubs multiplies 4 values of each of the 8 rows with the same 4 activation bytes
+// AVX2 packed kernels for Q4_K and Q5_K weights in prompt-sized batches: 8 weight rows interleaved 4 values
+// at a time, so one maddubs multiplies 4 values of each of the 8 rows with the same 4 activation bytes
 // (broadcast). The int16 products of a 32-value sub-block are summed over its steps before ONE madd applies
 // the 8 rows' sub-block scales: Q4_K sums all 8 steps (|sum| <= 8 * 2 * 15 * 128 = 30,720), 9 multiply
 // instructions per 8 rows x 32 values where the row-at-a-time tile (kernels_avx2_k.cpp) needs 16; Q5_K's
@@ -18,10 +18,10 @@ namespace {
 
 // One super-block (256 values) of 8 Q4_K rows.
 struct PackedQ4Kx8 {
-  float d[8];          // row r's f16 super-scale, as float
-  float dmin[8];       // row r's f16 super-min, as float
-  int16_t sc[8][16];   // sub-block j: int16 lanes 2r and 2r+1 = row r's 6-bit scale (one madd pair per row)
-  int16_t mn[4][16];   // sub-blocks 2p, 2p+1: lanes 2r, 2r+1 = row r's mins m_2p, m_2p+1
+  float d[8];            // row r's f16 super-scale, as float
+  float dmin[8];         // row r's f16 super-min, as float
+  int16_t sc[8][16];     // sub-block j: int16 lanes 2r and 2r+1 = row r's 6-bit scale (one madd pair per row)
+  int16_t mn[4][16];     // sub-blocks 2p, 2p+1: lanes 2r, 2r+1 = row r's mins m_2p, m_2p+1
   uint8_t qs[4][8][32];  // sub-blocks 2p (low nibbles), 2p+1 (high): step s, bytes 4r..4r+3 = row r's
                          // qs[32p + 4s .. 32p + 4s + 3], i.e. values 4s..4s+3 of both sub-blocks
 };
@@ -62,8 +62,8 @@ void PackQ4_K(const void* w, size_t w_stride, int64_t n, void* dst) {
   const int64_t nb = n / kQK_K;
   PackedQ4Kx8* out = static_cast<PackedQ4Kx8*>(dst);
   for (int r = 0; r < kPackRows; ++r) {
-    const BlockQ4_K* row =
-        reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * w_stride);
+    const BlockQ4_K* row = reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(w) +
+                                                              static_cast<size_t>(r) * w_stride);
     for (int64_t ib = 0; ib < nb; ++ib) {
       const BlockQ4_K& b = row[ib];
       PackedQ4Kx8& p = out[ib];
@@ -79,8 +79,8 @@ void PackQ5_K(const void* w, size_t w_stride, int64_t n, void* dst) {
   const int64_t nb = n / kQK_K;
   PackedQ5Kx8* out = static_cast<PackedQ5Kx8*>(dst);
   for (int r = 0; r < kPackRows; ++r) {
-    const BlockQ5_K* row =
-        reinterpret_cast<const BlockQ5_K*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * w_stride);
+    const BlockQ5_K* row = reinterpret_cast<const BlockQ5_K*>(static_cast<const uint8_t*>(w) +
+                                                              static_cast<size_t>(r) * w_stride);
     for (int64_t ib = 0; ib < nb; ++ib) {
       const BlockQ5_K& b = row[ib];
       PackedQ5Kx8& p = out[ib];
@@ -147,12 +147,15 @@ LS_TARGET_AVX2 void GroupRows(const Packed* w, const BlockQ8_K* const* x, int64_
       const __m256i bb = _mm256_broadcastsi128_si256(b16);
       __m256i msum = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.mn[0])),
                                        _mm256_shuffle_epi32(bb, 0x00));
-      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.mn[1])),
-                                                      _mm256_shuffle_epi32(bb, 0x55)));
-      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.mn[2])),
-                                                      _mm256_shuffle_epi32(bb, 0xaa)));
-      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.mn[3])),
-                                                      _mm256_shuffle_epi32(bb, 0xff)));
+      msum = _mm256_add_epi32(msum,
+                              _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.mn[1])),
+                                                _mm256_shuffle_epi32(bb, 0x55)));
+      msum = _mm256_add_epi32(msum,
+                              _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.mn[2])),
+                                                _mm256_shuffle_epi32(bb, 0xaa)));
+      msum = _mm256_add_epi32(msum,
+                              _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.mn[3])),
+                                                _mm256_shuffle_epi32(bb, 0xff)));
       const __m256 dx = _mm256_set1_ps(x[i][ib].d);
       acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(dx, d), _mm256_cvtepi32_ps(isum[i]), acc[i]);
       acc[i] = _mm256_fnmadd_ps(_mm256_mul_ps(dx, dmin), _mm256_cvtepi32_ps(msum), acc[i]);

@@ -1,12 +1,13 @@
 // MatMul / MatMulMulti against the naive definition (encode each activation row, quant::VecDot per output):
 // bit-identical for every weight type, ragged row counts, batch sizes around the 4-row tile, 1-3 threads.
+#include "ops/matmul.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 #include <vector>
 
-#include "ops/matmul.h"
 #include "quant/quant.h"
 
 namespace lazyslot {
@@ -48,7 +49,8 @@ std::vector<float> Naive(const WeightView& w, const std::vector<float>& x, int64
   std::vector<float> y(m * ldy, -1.0f);
   for (int64_t i = 0; i < m; ++i) {
     quant::QuantizeRow(at, x.data() + i * w.n_in, enc.data(), w.n_in);
-    for (int64_t r = 0; r < w.n_out; ++r) y[i * ldy + r] = quant::VecDot(w.type, w.row(r), enc.data(), w.n_in);
+    for (int64_t r = 0; r < w.n_out; ++r)
+      y[i * ldy + r] = quant::VecDot(w.type, w.row(r), enc.data(), w.n_in);
   }
   return y;
 }
@@ -76,8 +78,8 @@ TEST(MatMul, BitIdenticalToNaiveForEveryTypeAndShape) {
           MatMul(pool, w.view, x.data(), m, y.data(), ldy, scratch);
           const std::vector<float> want = Naive(w.view, x, m, ldy);
           for (size_t k = 0; k < y.size(); ++k) {
-            ASSERT_EQ(y[k], want[k]) << TypeName(c.type) << " n_in=" << c.n_in << " n_out=" << n_out << " m=" << m
-                                     << " threads=" << threads << " at " << k;
+            ASSERT_EQ(y[k], want[k]) << TypeName(c.type) << " n_in=" << c.n_in << " n_out=" << n_out
+                                     << " m=" << m << " threads=" << threads << " at " << k;
           }
         }
       }
@@ -102,7 +104,8 @@ TEST(MatMul, LargeBatchUsesTilesAndStaysExact) {
           MatMul(pool, w.view, x.data(), m, y.data(), ldy, scratch);
           const std::vector<float> want = Naive(w.view, x, m, ldy);
           for (size_t k = 0; k < y.size(); ++k) {
-            ASSERT_EQ(y[k], want[k]) << TypeName(type) << " " << n_in << "x" << n_out << " m=" << m << " at " << k;
+            ASSERT_EQ(y[k], want[k]) << TypeName(type) << " " << n_in << "x" << n_out << " m=" << m << " at "
+                                     << k;
           }
         }
       }
