@@ -37,7 +37,8 @@ Status Forward::Validate(const Batch& b) const {
   const HParams& hp = model_.hparams();
   const int n = b.size();
   if (n == 0) return InvalidArgument("forward: empty batch");
-  if (b.pos.size() != b.tokens.size() || b.slot.size() != b.tokens.size() || b.output.size() != b.tokens.size()) {
+  if (b.pos.size() != b.tokens.size() || b.slot.size() != b.tokens.size() ||
+      b.output.size() != b.tokens.size()) {
     return InvalidArgument("forward: batch arrays differ in length");
   }
   std::vector<int32_t> next(kv_.config().n_slot);
@@ -46,8 +47,8 @@ Status Forward::Validate(const Batch& b) const {
     const int32_t s = b.slot[i];
     if (b.tokens[i] < 0 || b.tokens[i] >= hp.n_vocab) {
       return InvalidArgument("forward: token id " + std::to_string(b.tokens[i]) + " at batch index " +
-                             std::to_string(i) + " is outside the vocabulary [0, " + std::to_string(hp.n_vocab) +
-                             ")");
+                             std::to_string(i) + " is outside the vocabulary [0, " +
+                             std::to_string(hp.n_vocab) + ")");
     }
     if (s < 0 || s >= kv_.config().n_slot) {
       return InvalidArgument("forward: slot " + std::to_string(s) + " does not exist");
@@ -145,7 +146,8 @@ void Forward::Layer(int il, const Batch& b) {
       float* k = k_.data() + i * n_kv;
       if (model_.arch().qk_norm) {
         for (int h = 0; h < hp.n_head; ++h) RmsNorm(q + h * hd, L.q_norm.data(), q + h * hd, hd, hp.rms_eps);
-        for (int h = 0; h < hp.n_head_kv; ++h) RmsNorm(k + h * hd, L.k_norm.data(), k + h * hd, hd, hp.rms_eps);
+        for (int h = 0; h < hp.n_head_kv; ++h)
+          RmsNorm(k + h * hd, L.k_norm.data(), k + h * hd, hd, hp.rms_eps);
       }
       RopeAngles(rope, b.pos[i], cos_t.data(), sin_t.data());
       RopeApply(rope, cos_t.data(), sin_t.data(), q, hp.n_head, hd);
@@ -224,7 +226,8 @@ void Forward::ReleaseScratch() {
 
 size_t Forward::scratch_bytes() const {
   size_t total = mm_.encoded.capacity();
-  for (const auto* v : {&x_, &h_, &q_, &k_, &v_, &attn_, &o_, &gate_, &up_}) total += v->capacity() * sizeof(float);
+  for (const auto* v : {&x_, &h_, &q_, &k_, &v_, &attn_, &o_, &gate_, &up_})
+    total += v->capacity() * sizeof(float);
   return total;
 }
 

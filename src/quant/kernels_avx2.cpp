@@ -11,7 +11,6 @@
 namespace lazyslot::quant {
 namespace {
 
-using simd::DotI8;
 using simd::HalfToFloat;
 using simd::Hsum;
 
@@ -92,14 +91,15 @@ LS_TARGET_AVX2 void QuantizeF16(const float* src, void* dst, int64_t n) {
 }
 
 // ---- Q8_0 / Q4_0 weights against Q8_0 activations.
-// Each (weight row, activation row) pair is two chains in 8 f32 lanes, one over the even blocks and one over
-// the odd ones (FMA latency), each step
-//   acc = fma(f32(d_w) * f32(d_x), f32(sum of the block's 32 products, as 8 int32 lane pairs), acc)
-// and its result is Hsum(acc_even + acc_odd). The tile runs 2 weight rows x up to 4 activation rows at once
-// (16 chains: an activation block is loaded once for both weight rows, a weight block unpacked once for all
-// the rows), with the activation scales converted to f32 once per call; the single dot runs the same
-// arithmetic, so tile and dot agree bit for bit. Weight blocks are unpacked to signed bytes by Unpack (Q4_0:
-// nibbles - 8); the signed products come from maddubs(|w|, sign(x, w)).
+// The arithmetic every AVX2 path for Q8_0/Q4_0 weights follows (the dot, the tile and the packed kernel in
+// kernels_avx2_packed.cpp), for one weight row and one activation row: block b's 32 products are summed
+// exactly as an integer T_b, scaled by s_b = f32(d_w) * f32(d_x) into one of 8 phase accumulators,
+//   acc[b % 8] = fma(s_b, f32(T_b), acc[b % 8]),
+// and the result is ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)), Hsum's order. The dot
+// keeps the phases in the lanes of one register (8 blocks per step); the tile and the packed kernel keep a
+// register per phase with (weight row, activation row) pairs in the lanes, so all three agree bit for bit.
+// Signed products come from maddubs(|w|, sign(x, w)); weight blocks are unpacked to signed bytes by Unpack
+// (Q4_0: nibbles - 8).
 
 LS_TARGET_AVX2 inline __m256i UnpackQ8_0(const BlockQ8_0& b) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
@@ -115,68 +115,107 @@ LS_TARGET_AVX2 inline __m256i UnpackQ4_0(const BlockQ4_0& b) {
 constexpr int kPrefetchBytes = 2048;
 
 // Activation scales converted once per tile call for rows of up to this many blocks (n <= 16,384); longer
-// rows convert them as they go (the same values).
+// rows go through the single-row path one activation row at a time.
 constexpr int64_t kMaxScaleBlocks = 512;
 
-// One step of W x R chains (those of one parity): block ib of every weight row against every activation row.
-template <int W, int R, typename WBlock, __m256i (*Unpack)(const WBlock&)>
-LS_TARGET_AVX2 inline void StepQ8(const WBlock* const* w, const BlockQ8_0* const* x, const float* const* dx,
-                                  int64_t ib, __m256 (*acc)[R]) {
-  __m256i wq[W], aw[W];
-  __m256 dw[W];
-  for (int k = 0; k < W; ++k) {
-    wq[k] = Unpack(w[k][ib]);
-    aw[k] = _mm256_sign_epi8(wq[k], wq[k]);
-    dw[k] = _mm256_set1_ps(HalfToFloat(w[k][ib].d));
-  }
-  for (int r = 0; r < R; ++r) {
-    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][ib].qs));
-    const __m256 dxr = dx ? _mm256_broadcast_ss(dx[r] + ib) : _mm256_set1_ps(HalfToFloat(x[r][ib].d));
-    for (int k = 0; k < W; ++k) {
-      const __m256i p =
-          _mm256_madd_epi16(_mm256_maddubs_epi16(aw[k], _mm256_sign_epi8(xq, wq[k])), _mm256_set1_epi16(1));
-      acc[k][r] = _mm256_fmadd_ps(_mm256_mul_ps(dw[k], dxr), _mm256_cvtepi32_ps(p), acc[k][r]);
-    }
-  }
+// 8 int32 lanes of products of one block pair; |w| and w come from the weight block (shared across rows).
+LS_TARGET_AVX2 inline __m256i BlockProducts(__m256i aw, __m256i wq, const int8_t* xq) {
+  const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq));
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(x, wq)), _mm256_set1_epi16(1));
 }
 
-// W weight rows x R activation rows; out[r * W + k] = dot(w[k], x[r]). dx[r]: row r's scales as f32, or null
-// to convert them from the blocks.
-template <int W, int R, typename WBlock, __m256i (*Unpack)(const WBlock&)>
-LS_TARGET_AVX2 inline void DotQ8Tile(const WBlock* const* w, const BlockQ8_0* const* x,
-                                     const float* const* dx, int64_t nb, float* out) {
-  __m256 even[W][R], odd[W][R];
-  for (int k = 0; k < W; ++k) {
-    for (int r = 0; r < R; ++r) even[k][r] = odd[k][r] = _mm256_setzero_ps();
+// Lane j = the sum of v[j]'s 8 lanes (exact), for 8 vectors at once.
+LS_TARGET_AVX2 inline __m256i Reduce8(const __m256i* v) {
+  const __m256i g0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i g1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  // g0: sums of lanes 0-3 of v0..v3 | sums of lanes 4-7 of v0..v3 (g1 likewise for v4..v7)
+  return _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20), _mm256_permute2x128_si256(g0, g1, 0x31));
+}
+
+// The f16 scales of blocks b0..b0+7 (zero past nb) as 8 floats.
+template <typename Block>
+LS_TARGET_AVX2 inline __m256 Scales8(const Block* b, int64_t b0, int64_t nb) {
+  if (b0 + 8 <= nb) {
+    return _mm256_cvtph_ps(_mm_setr_epi16(static_cast<short>(b[b0].d), static_cast<short>(b[b0 + 1].d),
+                                          static_cast<short>(b[b0 + 2].d), static_cast<short>(b[b0 + 3].d),
+                                          static_cast<short>(b[b0 + 4].d), static_cast<short>(b[b0 + 5].d),
+                                          static_cast<short>(b[b0 + 6].d), static_cast<short>(b[b0 + 7].d)));
   }
-  int64_t ib = 0;
-  for (; ib + 2 <= nb; ib += 2) {
-    for (int k = 0; k < W; ++k) {  // two blocks are 68 (Q8_0) or 36 (Q4_0) bytes: two lines cover them
-      const char* ahead = reinterpret_cast<const char*>(w[k] + ib) + kPrefetchBytes;
-      _mm_prefetch(ahead, _MM_HINT_T0);
-      _mm_prefetch(ahead + 64, _MM_HINT_T0);
+  alignas(16) uint16_t h[8] = {};
+  for (int64_t j = 0; b0 + j < nb; ++j) h[j] = b[b0 + j].d;
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+}
+
+// One weight row against one activation row, 8 blocks per step (phase j in lane j). dx: the activation
+// row's scales as floats, zero-padded to a multiple of 8 blocks, or null to convert them from the blocks.
+template <typename WBlock, __m256i (*Unpack)(const WBlock&)>
+LS_TARGET_AVX2 inline float DotRow(const WBlock* w, const BlockQ8_0* x, const float* dx, int64_t nb) {
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b0 = 0; b0 < nb; b0 += 8) {
+    const char* ahead = reinterpret_cast<const char*>(w + b0) + kPrefetchBytes;
+    for (size_t off = 0; off < 8 * sizeof(WBlock); off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
+    __m256i t[8];
+    for (int j = 0; j < 8; ++j) {
+      if (b0 + j < nb) {
+        const __m256i wq = Unpack(w[b0 + j]);
+        t[j] = BlockProducts(_mm256_sign_epi8(wq, wq), wq, x[b0 + j].qs);
+      } else {
+        t[j] = _mm256_setzero_si256();
+      }
     }
-    StepQ8<W, R, WBlock, Unpack>(w, x, dx, ib, even);
-    StepQ8<W, R, WBlock, Unpack>(w, x, dx, ib + 1, odd);
+    const __m256 sx = dx ? _mm256_loadu_ps(dx + b0) : Scales8(x, b0, nb);
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(Scales8(w, b0, nb), sx), _mm256_cvtepi32_ps(Reduce8(t)), acc);
   }
-  if (ib < nb) StepQ8<W, R, WBlock, Unpack>(w, x, dx, ib, even);
-  for (int k = 0; k < W; ++k) {
-    for (int r = 0; r < R; ++r) out[r * W + k] = Hsum(_mm256_add_ps(even[k][r], odd[k][r]));
-  }
+  return Hsum(acc);
 }
 
 template <typename WBlock, __m256i (*Unpack)(const WBlock&)>
 LS_TARGET_AVX2 float DotQ8(const void* w, const void* x, int64_t n) {
-  const WBlock* ws[1] = {static_cast<const WBlock*>(w)};
-  const BlockQ8_0* xs[1] = {static_cast<const BlockQ8_0*>(x)};
-  float out;
-  DotQ8Tile<1, 1, WBlock, Unpack>(ws, xs, nullptr, n / kQK8_0, &out);
-  return out;
+  return DotRow<WBlock, Unpack>(static_cast<const WBlock*>(w), static_cast<const BlockQ8_0*>(x), nullptr,
+                                n / kQK8_0);
+}
+
+// W weight rows (1 or 2) x R activation rows (<= 4): lane p = r * W + k holds the pair (w[k], x[r]).
+// dx[ib][r]: the activation rows' scales by block. out[r * W + k] = dot(w[k], x[r]).
+template <int W, int R, typename WBlock, __m256i (*Unpack)(const WBlock&)>
+LS_TARGET_AVX2 inline void DotQ8Tile(const WBlock* const* w, const BlockQ8_0* const* x, const float (*dx)[4],
+                                     int64_t nb, float* out) {
+  alignas(32) float acc[8][8] = {};
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    __m256i t[8];
+    __m256i wq[W], aw[W];
+    float dw[W];
+    for (int k = 0; k < W; ++k) {
+      _mm_prefetch(reinterpret_cast<const char*>(w[k] + ib) + kPrefetchBytes, _MM_HINT_T0);
+      wq[k] = Unpack(w[k][ib]);
+      aw[k] = _mm256_sign_epi8(wq[k], wq[k]);
+      dw[k] = HalfToFloat(w[k][ib].d);
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int k = 0; k < W; ++k) t[r * W + k] = BlockProducts(aw[k], wq[k], x[r][ib].qs);
+    }
+    for (int p = W * R; p < 8; ++p) t[p] = _mm256_setzero_si256();
+    // Scales per lane: f32(d_w) of the lane's weight row times f32(d_x) of its activation row (0 past R).
+    const __m128 sx = _mm_loadu_ps(dx[ib]);
+    __m256 s;
+    if (W == 1) {
+      s = _mm256_mul_ps(_mm256_set1_ps(dw[0]), _mm256_castps128_ps256(sx));
+      s = _mm256_blend_ps(_mm256_setzero_ps(), s, 0x0f);
+    } else {
+      const __m256 sxx = _mm256_set_m128(_mm_unpackhi_ps(sx, sx), _mm_unpacklo_ps(sx, sx));  // x0 x0 x1 x1 ..
+      s = _mm256_mul_ps(_mm256_blend_ps(_mm256_set1_ps(dw[0]), _mm256_set1_ps(dw[W - 1]), 0xaa), sxx);
+    }
+    float* a = acc[ib % 8];
+    _mm256_store_ps(a, _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(Reduce8(t)), _mm256_load_ps(a)));
+  }
+  alignas(32) float res[8];
+  _mm256_store_ps(res, simd::PhaseSum(acc));
+  for (int p = 0; p < W * R; ++p) out[p] = res[p];
 }
 
 // W weight rows (at w[0..W)) against R activation rows.
 template <int W, typename WBlock, __m256i (*Unpack)(const WBlock&)>
-LS_TARGET_AVX2 void TileRows(const WBlock* const* w, const BlockQ8_0* const* x, const float* const* dx,
+LS_TARGET_AVX2 void TileRows(const WBlock* const* w, const BlockQ8_0* const* x, const float (*dx)[4],
                              int rows, int64_t nb, float* res) {
   switch (rows) {
     case 4:
@@ -185,52 +224,64 @@ LS_TARGET_AVX2 void TileRows(const WBlock* const* w, const BlockQ8_0* const* x, 
     case 3:
       DotQ8Tile<W, 3, WBlock, Unpack>(w, x, dx, nb, res);
       break;
-    case 2:
-      DotQ8Tile<W, 2, WBlock, Unpack>(w, x, dx, nb, res);
-      break;
     default:
-      DotQ8Tile<W, 1, WBlock, Unpack>(w, x, dx, nb, res);
+      DotQ8Tile<W, 2, WBlock, Unpack>(w, x, dx, nb, res);
       break;
   }
 }
 
-// Tile driver: activation rows four at a time (their scales converted once), each group against the weight
-// rows (two at a time for batches).
+// Tile driver. One activation row (generation): DotRow per weight row, the row's scales converted once.
+// Several: activation rows four at a time (scales converted once, by block), weight rows in pairs.
 template <typename WBlock, __m256i (*Unpack)(const WBlock&)>
 LS_TARGET_AVX2 void TileQ(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride,
                           int64_t n_x, int64_t n, float* out, int64_t out_stride) {
   const int64_t nb = n / kQK8_0;
   const uint8_t* wb = static_cast<const uint8_t*>(w);
   const uint8_t* xb = static_cast<const uint8_t*>(x);
-  float scales[4][kMaxScaleBlocks];
+  if (nb > kMaxScaleBlocks || n_x == 1) {
+    alignas(32) float sx[kMaxScaleBlocks];
+    for (int64_t i = 0; i < n_x; ++i) {
+      const BlockQ8_0* xr = reinterpret_cast<const BlockQ8_0*>(xb + i * x_stride);
+      const float* dx = nullptr;
+      if (nb <= kMaxScaleBlocks) {
+        for (int64_t ib = 0; ib < (nb + 7) / 8 * 8; ++ib) sx[ib] = ib < nb ? HalfToFloat(xr[ib].d) : 0.0f;
+        dx = sx;
+      }
+      for (int64_t r = 0; r < n_w; ++r) {
+        out[i * out_stride + r] =
+            DotRow<WBlock, Unpack>(reinterpret_cast<const WBlock*>(wb + r * w_stride), xr, dx, nb);
+      }
+    }
+    return;
+  }
+  alignas(16) float scales[kMaxScaleBlocks][4];
   for (int64_t i = 0; i < n_x; i += 4) {
     const int rows = static_cast<int>(n_x - i < 4 ? n_x - i : 4);
     const BlockQ8_0* xs[4];
-    const float* dxs[4];
-    for (int k = 0; k < rows; ++k) {
-      xs[k] = reinterpret_cast<const BlockQ8_0*>(xb + (i + k) * x_stride);
-      if (nb <= kMaxScaleBlocks) {
-        for (int64_t ib = 0; ib < nb; ++ib) scales[k][ib] = HalfToFloat(xs[k][ib].d);
-      }
-      dxs[k] = scales[k];
+    for (int k = 0; k < rows; ++k) xs[k] = reinterpret_cast<const BlockQ8_0*>(xb + (i + k) * x_stride);
+    for (int64_t ib = 0; ib < nb; ++ib) {
+      for (int k = 0; k < 4; ++k) scales[ib][k] = k < rows ? HalfToFloat(xs[k][ib].d) : 0.0f;
     }
-    const float* const* dx = nb <= kMaxScaleBlocks ? dxs : nullptr;
-    // Weight rows in pairs share each activation block. A single activation row (generation) takes them one
-    // at a time: two interleaved weight streams per thread made tg 15% slower on this VM.
-    const int64_t step = rows > 1 ? 2 : 1;
-    for (int64_t r = 0; r < n_w; r += step) {
-      const bool pair = step == 2 && r + 1 < n_w;
+    if (rows == 1) {  // a ragged last row
+      for (int64_t r = 0; r < n_w; ++r) {
+        out[i * out_stride + r] =
+            DotRow<WBlock, Unpack>(reinterpret_cast<const WBlock*>(wb + r * w_stride), xs[0], nullptr, nb);
+      }
+      continue;
+    }
+    for (int64_t r = 0; r < n_w; r += 2) {
+      const bool pair = r + 1 < n_w;
       const WBlock* ws[2] = {reinterpret_cast<const WBlock*>(wb + r * w_stride),
                              reinterpret_cast<const WBlock*>(wb + (pair ? r + 1 : r) * w_stride)};
       float res[8] = {};
       if (pair) {
-        TileRows<2, WBlock, Unpack>(ws, xs, dx, rows, nb, res);
+        TileRows<2, WBlock, Unpack>(ws, xs, scales, rows, nb, res);
         for (int k = 0; k < rows; ++k) {
           out[(i + k) * out_stride + r] = res[2 * k];
           out[(i + k) * out_stride + r + 1] = res[2 * k + 1];
         }
       } else {
-        TileRows<1, WBlock, Unpack>(ws, xs, dx, rows, nb, res);
+        TileRows<1, WBlock, Unpack>(ws, xs, scales, rows, nb, res);
         for (int k = 0; k < rows; ++k) out[(i + k) * out_stride + r] = res[k];
       }
     }

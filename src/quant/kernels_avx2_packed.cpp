@@ -197,11 +197,93 @@ void PackedTile(const void* packed, int64_t n_groups, const void* x, size_t x_st
   }
 }
 
+// ---- Q8_0: 8 rows interleaved 4 values at a time; one block (32 values) of 8 rows per PackedQ8_0x8.
+struct PackedQ8_0x8 {
+  float d[8];        // row r's f16 block scale, as float
+  int8_t qs[8][32];  // step s: bytes 4r..4r+3 = row r's values 4s..4s+3
+};
+static_assert(sizeof(PackedQ8_0x8) == 288);
+
+void PackQ8_0(const void* w, size_t w_stride, int64_t n, void* dst) {
+  const int64_t nb = n / kQK8_0;
+  PackedQ8_0x8* out = static_cast<PackedQ8_0x8*>(dst);
+  for (int r = 0; r < kPackRows; ++r) {
+    const BlockQ8_0* row = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(w) +
+                                                              static_cast<size_t>(r) * w_stride);
+    for (int64_t ib = 0; ib < nb; ++ib) {
+      out[ib].d[r] = F16ToF32(row[ib].d);
+      for (int s = 0; s < 8; ++s) std::memcpy(&out[ib].qs[s][4 * r], row[ib].qs + 4 * s, 4);
+    }
+  }
+}
+
+// R activation rows against one packed Q8_0 group, in the arithmetic of kernels_avx2.cpp's Q8_0 dot: exact
+// block sums, acc[b % 8] = fma(f32(d_w) * f32(d_x), f32(sum), acc[b % 8]), then the phases in Hsum's order.
+template <int R>
+LS_TARGET_AVX2 void GroupRowsQ8(const PackedQ8_0x8* w, const BlockQ8_0* const* x, int64_t nb, float* out,
+                                int64_t out_stride) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  alignas(32) float acc[R][8][8] = {};  // [row][phase][weight row]
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    const PackedQ8_0x8& b = w[ib];
+    __m256i isum[R];
+    for (int i = 0; i < R; ++i) isum[i] = _mm256_setzero_si256();
+    for (int s = 0; s < 8; ++s) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs[s]));
+      const __m256i aq = _mm256_sign_epi8(q, q);
+      for (int i = 0; i < R; ++i) {
+        const __m256i p = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(Broadcast4(x[i][ib].qs + 4 * s), q));
+        isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(p, ones));
+      }
+    }
+    const __m256 d = _mm256_loadu_ps(b.d);
+    for (int i = 0; i < R; ++i) {
+      float* a = acc[i][ib % 8];
+      const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(simd::HalfToFloat(x[i][ib].d)));
+      _mm256_store_ps(a, _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum[i]), _mm256_load_ps(a)));
+    }
+  }
+  for (int i = 0; i < R; ++i) _mm256_storeu_ps(out + i * out_stride, simd::PhaseSum(acc[i]));
+}
+
+size_t GroupBytesQ8(int64_t n) { return static_cast<size_t>(n / kQK8_0) * sizeof(PackedQ8_0x8); }
+
+void PackedTileQ8(const void* packed, int64_t n_groups, const void* x, size_t x_stride, int64_t n_x,
+                  int64_t n, float* out, int64_t out_stride) {
+  const int64_t nb = n / kQK8_0;
+  const uint8_t* xb = static_cast<const uint8_t*>(x);
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const PackedQ8_0x8* w =
+        reinterpret_cast<const PackedQ8_0x8*>(static_cast<const uint8_t*>(packed) + g * GroupBytesQ8(n));
+    for (int64_t i = 0; i < n_x; i += kRowsPerPass) {
+      const int rows = static_cast<int>(n_x - i < kRowsPerPass ? n_x - i : kRowsPerPass);
+      const BlockQ8_0* xs[kRowsPerPass];
+      for (int k = 0; k < rows; ++k) xs[k] = reinterpret_cast<const BlockQ8_0*>(xb + (i + k) * x_stride);
+      float* o = out + i * out_stride + g * kPackRows;
+      switch (rows) {
+        case 4:
+          GroupRowsQ8<4>(w, xs, nb, o, out_stride);
+          break;
+        case 3:
+          GroupRowsQ8<3>(w, xs, nb, o, out_stride);
+          break;
+        case 2:
+          GroupRowsQ8<2>(w, xs, nb, o, out_stride);
+          break;
+        default:
+          GroupRowsQ8<1>(w, xs, nb, o, out_stride);
+          break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void FillAvx2PackedKernels(KernelSet* set) {
   set->packed[kQ4_K] = PackedKernel{PackQ4_K, PackedTile<PackedQ4Kx8, 8>, GroupBytes<PackedQ4Kx8>};
   set->packed[kQ5_K] = PackedKernel{PackQ5_K, PackedTile<PackedQ5Kx8, 4>, GroupBytes<PackedQ5Kx8>};
+  set->packed[kQ8_0] = PackedKernel{PackQ8_0, PackedTileQ8, GroupBytesQ8};
 }
 
 }  // namespace lazyslot::quant

@@ -147,7 +147,8 @@ LS_TARGET_AVX512 inline void PairQ8(const WBlock* w, const BlockQ8_0* const* x, 
 constexpr int kPrefetchBytes = 1024;
 
 template <int R, typename WBlock>
-LS_TARGET_AVX512 inline void DotQ8Rows512(const WBlock* w, const BlockQ8_0* const* x, int64_t nb, float* out) {
+LS_TARGET_AVX512 inline void DotQ8Rows512(const WBlock* w, const BlockQ8_0* const* x, int64_t nb,
+                                          float* out) {
   __m512 acc0[R], acc1[R];
   for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
   int64_t ib = 0;
@@ -214,10 +215,18 @@ void TileQ(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_
       for (int k = 0; k < rows; ++k) xs[k] = reinterpret_cast<const BlockQ8_0*>(xb + (i + k) * x_stride);
       float res[4];
       switch (rows) {
-        case 4: Kernel<4>::Run(wr, xs, nb, res); break;
-        case 3: Kernel<3>::Run(wr, xs, nb, res); break;
-        case 2: Kernel<2>::Run(wr, xs, nb, res); break;
-        default: Kernel<1>::Run(wr, xs, nb, res); break;
+        case 4:
+          Kernel<4>::Run(wr, xs, nb, res);
+          break;
+        case 3:
+          Kernel<3>::Run(wr, xs, nb, res);
+          break;
+        case 2:
+          Kernel<2>::Run(wr, xs, nb, res);
+          break;
+        default:
+          Kernel<1>::Run(wr, xs, nb, res);
+          break;
       }
       for (int k = 0; k < rows; ++k) out[(i + k) * out_stride + r] = res[k];
     }
@@ -234,6 +243,8 @@ void FillAvx512Kernels(KernelSet* set, const CpuFeatures& cpu) {
   set->vec_dot[kQ4_0] = DotQ<BlockQ4_0, Q4_0Kernel>;
   set->vec_dot_tile[kQ8_0] = TileQ<BlockQ8_0, Q8_0Kernel>;
   set->vec_dot_tile[kQ4_0] = TileQ<BlockQ4_0, Q4_0Kernel>;
+  // The AVX2 packed Q8_0 kernel follows the AVX2 dot's arithmetic, not this one's: prompts use the VNNI tile.
+  set->packed[kQ8_0] = PackedKernel{};
   FillAvx512KQuantKernels(set);
 }
 

@@ -48,19 +48,20 @@ LS_TARGET_AVX2 inline __m128 HsumI32PairToFloat(__m256i a, __m256i b) {
   return _mm_cvtepi32_ps(_mm_add_epi32(c, _mm_shuffle_epi32(c, 0x4e)));
 }
 
+// ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) lane by lane for 8 accumulators a_k = acc[k][0..8): the
+// order Hsum adds 8 lanes in, for kernels that keep one accumulator register per phase (kernels_avx2.cpp).
+LS_TARGET_AVX2 inline __m256 PhaseSum(const float (*acc)[8]) {
+  __m256 a[8];
+  for (int k = 0; k < 8; ++k) a[k] = _mm256_loadu_ps(acc[k]);
+  return _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6])),
+                       _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7])));
+}
+
 // 32 unsigned nibbles of 16 bytes: low nibbles in bytes 0-15, high nibbles in bytes 16-31 (the Q4_0 order).
 LS_TARGET_AVX2 inline __m256i UnpackNibbles(const uint8_t* p) {
   const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   const __m256i b = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);
   return _mm256_and_si256(b, _mm256_set1_epi8(15));
-}
-
-// Eight int32 sums of products of signed bytes a*b (4 adjacent pairs each). maddubs needs one unsigned
-// operand, so |a| times b with a's sign; exact unless a or b is -128 (never produced by our quantizers'
-// activation side; llama.cpp has the same limit).
-LS_TARGET_AVX2 inline __m256i DotI8(__m256i a, __m256i b) {
-  const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
-  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
 
 // Signed bytes of 8 floats rounded half-to-even and saturated as cvtps2dq + packs do; `lo` gives bytes
