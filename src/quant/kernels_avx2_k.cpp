@@ -26,8 +26,8 @@ LS_TARGET_AVX2 inline __m256i LoadQ(const int8_t* p) {
 // dwords a, b, c = bytes 0-3, 4-7, 8-11, byte by byte: sc0-3 = a & 63, m0-3 = b & 63,
 // sc4-7 = (c & 15) | (a >> 6) << 4, m4-7 = (c >> 4) | (b >> 6) << 4. All in vector registers.
 LS_TARGET_AVX2 inline __m128i UnpackKScales(const uint8_t* s) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));  // a b c (junk)
-  const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x3f));                // sc0-3, m0-3
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));                     // a b c (junk)
+  const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x3f));                                   // sc0-3, m0-3
   const __m128i cc = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0x0a), _mm_setr_epi32(0, 4, 0, 0));  // c, c >> 4
   const __m128i hi = _mm_or_si128(_mm_and_si128(cc, _mm_set1_epi8(0x0f)),
                                   _mm_and_si128(_mm_srli_epi32(v, 2), _mm_set1_epi8(0x30)));  // sc4-7, m4-7

@@ -197,47 +197,79 @@ void PackedTile(const void* packed, int64_t n_groups, const void* x, size_t x_st
   }
 }
 
-// ---- Q8_0: 8 rows interleaved 4 values at a time; one block (32 values) of 8 rows per PackedQ8_0x8.
-struct PackedQ8_0x8 {
+// ---- Q8_0 and Q4_0 weights (Q8_0 activations): 8 rows interleaved 4 values at a time, one 32-value block of
+// 8 rows per Packed32x8. Q4_0's nibbles are stored as bytes 0..15 and its -8 is taken off the block sum.
+struct Packed32x8 {
   float d[8];        // row r's f16 block scale, as float
-  int8_t qs[8][32];  // step s: bytes 4r..4r+3 = row r's values 4s..4s+3
+  int8_t qs[8][32];  // step s: bytes 4r..4r+3 = row r's values 4s..4s+3 (Q4_0: the unsigned nibbles)
 };
-static_assert(sizeof(PackedQ8_0x8) == 288);
+static_assert(sizeof(Packed32x8) == 288);
 
-void PackQ8_0(const void* w, size_t w_stride, int64_t n, void* dst) {
+size_t GroupBytes32(int64_t n) { return static_cast<size_t>(n / kQK8_0) * sizeof(Packed32x8); }
+
+template <class Block>
+void Pack32(const void* w, size_t w_stride, int64_t n, void* dst) {
   const int64_t nb = n / kQK8_0;
-  PackedQ8_0x8* out = static_cast<PackedQ8_0x8*>(dst);
+  Packed32x8* out = static_cast<Packed32x8*>(dst);
   for (int r = 0; r < kPackRows; ++r) {
-    const BlockQ8_0* row = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(w) +
-                                                              static_cast<size_t>(r) * w_stride);
+    const Block* row =
+        reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * w_stride);
     for (int64_t ib = 0; ib < nb; ++ib) {
       out[ib].d[r] = F16ToF32(row[ib].d);
-      for (int s = 0; s < 8; ++s) std::memcpy(&out[ib].qs[s][4 * r], row[ib].qs + 4 * s, 4);
+      if constexpr (sizeof(Block) == sizeof(BlockQ8_0)) {
+        for (int s = 0; s < 8; ++s) std::memcpy(&out[ib].qs[s][4 * r], row[ib].qs + 4 * s, 4);
+      } else {  // Q4_0: value e < 16 in the low nibble of qs[e], e >= 16 in the high nibble of qs[e - 16]
+        for (int e = 0; e < kQK8_0; ++e) {
+          out[ib].qs[e / 4][4 * r + e % 4] =
+              static_cast<int8_t>(e < 16 ? row[ib].qs[e] & 15 : row[ib].qs[e - 16] >> 4);
+        }
+      }
     }
   }
 }
 
-// R activation rows against one packed Q8_0 group, in the arithmetic of kernels_avx2.cpp's Q8_0 dot: exact
+// The sum of a Q8_0 activation block's 32 values in every int32 lane.
+LS_TARGET_AVX2 inline __m256i BlockSumAll(const int8_t* qs) {
+  const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
+  __m256i t = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), a), _mm256_set1_epi16(1));
+  t = _mm256_add_epi32(t, _mm256_shuffle_epi32(t, 0x4e));
+  t = _mm256_add_epi32(t, _mm256_shuffle_epi32(t, 0xb1));
+  return _mm256_add_epi32(t, _mm256_permute2x128_si256(t, t, 0x01));
+}
+
+// R activation rows against one packed group, in the arithmetic of kernels_avx2.cpp's Q8_0/Q4_0 dot: exact
 // block sums, acc[b % 8] = fma(f32(d_w) * f32(d_x), f32(sum), acc[b % 8]), then the phases in Hsum's order.
-template <int R>
-LS_TARGET_AVX2 void GroupRowsQ8(const PackedQ8_0x8* w, const BlockQ8_0* const* x, int64_t nb, float* out,
+// Q8_0 products come from maddubs(|w|, sign(x, w)), one madd per step; Q4_0's unsigned nibbles let the int16
+// products of all 8 steps add up (|sum| <= 8 * 2 * 15 * 128) before one madd.
+template <int R, bool kQ4>
+LS_TARGET_AVX2 void GroupRows32(const Packed32x8* w, const BlockQ8_0* const* x, int64_t nb, float* out,
                                 int64_t out_stride) {
   const __m256i ones = _mm256_set1_epi16(1);
-  alignas(32) float acc[R][8][8] = {};  // [row][phase][weight row]
+  alignas(32) float acc[R][8][8] = {};  // [activation row][phase][weight row]
   for (int64_t ib = 0; ib < nb; ++ib) {
-    const PackedQ8_0x8& b = w[ib];
+    const Packed32x8& b = w[ib];
     __m256i isum[R];
     for (int i = 0; i < R; ++i) isum[i] = _mm256_setzero_si256();
     for (int s = 0; s < 8; ++s) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs[s]));
-      const __m256i aq = _mm256_sign_epi8(q, q);
-      for (int i = 0; i < R; ++i) {
-        const __m256i p = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(Broadcast4(x[i][ib].qs + 4 * s), q));
-        isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(p, ones));
+      if (kQ4) {
+        for (int i = 0; i < R; ++i) {
+          isum[i] = _mm256_add_epi16(isum[i], _mm256_maddubs_epi16(q, Broadcast4(x[i][ib].qs + 4 * s)));
+        }
+      } else {
+        const __m256i aq = _mm256_sign_epi8(q, q);
+        for (int i = 0; i < R; ++i) {
+          const __m256i p = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(Broadcast4(x[i][ib].qs + 4 * s), q));
+          isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(p, ones));
+        }
       }
     }
     const __m256 d = _mm256_loadu_ps(b.d);
     for (int i = 0; i < R; ++i) {
+      if (kQ4) {  // sum (q - 8) x = sum q x - 8 sum x
+        isum[i] = _mm256_sub_epi32(_mm256_madd_epi16(isum[i], ones),
+                                   _mm256_slli_epi32(BlockSumAll(x[i][ib].qs), 3));
+      }
       float* a = acc[i][ib % 8];
       const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(simd::HalfToFloat(x[i][ib].d)));
       _mm256_store_ps(a, _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum[i]), _mm256_load_ps(a)));
@@ -246,15 +278,14 @@ LS_TARGET_AVX2 void GroupRowsQ8(const PackedQ8_0x8* w, const BlockQ8_0* const* x
   for (int i = 0; i < R; ++i) _mm256_storeu_ps(out + i * out_stride, simd::PhaseSum(acc[i]));
 }
 
-size_t GroupBytesQ8(int64_t n) { return static_cast<size_t>(n / kQK8_0) * sizeof(PackedQ8_0x8); }
-
-void PackedTileQ8(const void* packed, int64_t n_groups, const void* x, size_t x_stride, int64_t n_x,
+template <bool kQ4>
+void PackedTile32(const void* packed, int64_t n_groups, const void* x, size_t x_stride, int64_t n_x,
                   int64_t n, float* out, int64_t out_stride) {
   const int64_t nb = n / kQK8_0;
   const uint8_t* xb = static_cast<const uint8_t*>(x);
   for (int64_t g = 0; g < n_groups; ++g) {
-    const PackedQ8_0x8* w =
-        reinterpret_cast<const PackedQ8_0x8*>(static_cast<const uint8_t*>(packed) + g * GroupBytesQ8(n));
+    const Packed32x8* w =
+        reinterpret_cast<const Packed32x8*>(static_cast<const uint8_t*>(packed) + g * GroupBytes32(n));
     for (int64_t i = 0; i < n_x; i += kRowsPerPass) {
       const int rows = static_cast<int>(n_x - i < kRowsPerPass ? n_x - i : kRowsPerPass);
       const BlockQ8_0* xs[kRowsPerPass];
@@ -262,16 +293,16 @@ void PackedTileQ8(const void* packed, int64_t n_groups, const void* x, size_t x_
       float* o = out + i * out_stride + g * kPackRows;
       switch (rows) {
         case 4:
-          GroupRowsQ8<4>(w, xs, nb, o, out_stride);
+          GroupRows32<4, kQ4>(w, xs, nb, o, out_stride);
           break;
         case 3:
-          GroupRowsQ8<3>(w, xs, nb, o, out_stride);
+          GroupRows32<3, kQ4>(w, xs, nb, o, out_stride);
           break;
         case 2:
-          GroupRowsQ8<2>(w, xs, nb, o, out_stride);
+          GroupRows32<2, kQ4>(w, xs, nb, o, out_stride);
           break;
         default:
-          GroupRowsQ8<1>(w, xs, nb, o, out_stride);
+          GroupRows32<1, kQ4>(w, xs, nb, o, out_stride);
           break;
       }
     }
@@ -283,7 +314,8 @@ void PackedTileQ8(const void* packed, int64_t n_groups, const void* x, size_t x_
 void FillAvx2PackedKernels(KernelSet* set) {
   set->packed[kQ4_K] = PackedKernel{PackQ4_K, PackedTile<PackedQ4Kx8, 8>, GroupBytes<PackedQ4Kx8>};
   set->packed[kQ5_K] = PackedKernel{PackQ5_K, PackedTile<PackedQ5Kx8, 4>, GroupBytes<PackedQ5Kx8>};
-  set->packed[kQ8_0] = PackedKernel{PackQ8_0, PackedTileQ8, GroupBytesQ8};
+  set->packed[kQ8_0] = PackedKernel{Pack32<BlockQ8_0>, PackedTile32<false>, GroupBytes32};
+  set->packed[kQ4_0] = PackedKernel{Pack32<BlockQ4_0>, PackedTile32<true>, GroupBytes32};
 }
 
 }  // namespace lazyslot::quant

@@ -243,8 +243,9 @@ void FillAvx512Kernels(KernelSet* set, const CpuFeatures& cpu) {
   set->vec_dot[kQ4_0] = DotQ<BlockQ4_0, Q4_0Kernel>;
   set->vec_dot_tile[kQ8_0] = TileQ<BlockQ8_0, Q8_0Kernel>;
   set->vec_dot_tile[kQ4_0] = TileQ<BlockQ4_0, Q4_0Kernel>;
-  // The AVX2 packed Q8_0 kernel follows the AVX2 dot's arithmetic, not this one's: prompts use the VNNI tile.
+  // The AVX2 packed Q8_0/Q4_0 kernels follow the AVX2 dots' arithmetic, not these: prompts use the VNNI tile.
   set->packed[kQ8_0] = PackedKernel{};
+  set->packed[kQ4_0] = PackedKernel{};
   FillAvx512KQuantKernels(set);
 }
 

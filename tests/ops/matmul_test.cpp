@@ -87,13 +87,14 @@ TEST(MatMul, BitIdenticalToNaiveForEveryTypeAndShape) {
   }
 }
 
-// Prompt-sized batches: tiles of 8 activation rows, and for Q4_K/Q5_K the packed kernel (from 16 rows on)
-// with a ragged tail of weight rows through the plain tile; y rows wider than n_out keep their gap untouched.
+// Prompt-sized batches: tiles of 8 activation rows, and for formats with a packed kernel (from 16 rows on) a
+// ragged tail of weight rows through the plain tile; y rows wider than n_out keep their gap untouched.
 TEST(MatMul, LargeBatchUsesTilesAndStaysExact) {
   std::mt19937 rng(11);
   ThreadPool pool(2);
   MatMulScratch scratch;
-  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
+  for (TensorType type :
+       {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
     for (int64_t n_in : {512, 3072}) {
       for (int64_t n_out : {8, 133}) {
         const Matrix w = RandomMatrix(type, n_in, n_out, rng);

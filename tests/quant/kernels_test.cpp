@@ -204,11 +204,13 @@ TEST(Kernels, PackedTilesMatchDots) {
         constexpr int kW = kGroups * kPackRows, kStride = kW + 3;
         const size_t wbytes = RowBytes(t, n), xbytes = RowBytes(at, n);
         std::vector<uint8_t> w(kW * wbytes), x(kX * xbytes);
-        // The last group and the last activation row are constant: the largest weight codes (15 for Q4_K, 31
-        // for Q5_K) against -128 everywhere, the worst case for the kernels' int16 sums.
+        // The last group and the last activation row are near-constant: the largest weight codes (15 for
+        // Q4_0/Q4_K, 31 for Q5_K) against -127/-128 everywhere, the worst case for the kernels' int16 sums.
         for (int r = 0; r < kW; ++r) {
           std::vector<float> v = RandomRow(n, 3000 + r + static_cast<uint32_t>(n), 0.05f);
-          if (r >= (kGroups - 1) * kPackRows) v.assign(n, 1.0f);
+          if (r >= (kGroups - 1) * kPackRows) {
+            for (int64_t k = 0; k < n; ++k) v[k] = k % 32 == 0 ? -1.0f : 0.875f;
+          }
           QuantizeRow(t, v.data(), w.data() + r * wbytes, n);
         }
         for (int i = 0; i < kX; ++i) {
