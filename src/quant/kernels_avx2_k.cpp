@@ -99,12 +99,16 @@ LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x
   for (int r = 0; r < R; ++r) out[r] = acc[r];
 }
 
-// Q6_K: q = lo | hi << 4 (0..63) per value; sum_g sc_g * sum (q - 32) x = sum_g sc_g * (sum q x - 32 bsum_g).
+// Q6_K: q = lo | hi << 4 (0..63) per value; sum_g sc_g * sum (q - 32) x = sum_g sc_g * (sum q x - 32 bsum_g),
+// summed exactly per block, then acc += (dx * d) * sum with one FMA. The 8-lane sums of two blocks are
+// reduced together (an even block waits in `pending` for the next one).
 template <int R>
 LS_TARGET_AVX2 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* const* x, int64_t nb, float* out) {
-  const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
-  __m256 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+  float acc[R];
+  __m256i pending[R];
+  for (int r = 0; r < R; ++r) pending[r] = _mm256_setzero_si256();
+  for (int r = 0; r < R; ++r) acc[r] = 0.0f;
   for (int64_t ib = 0; ib < nb; ++ib) {
     const BlockQ6_K& b = w[ib];
     for (size_t off = 0; off < sizeof(BlockQ6_K); off += 64) {
@@ -118,19 +122,28 @@ LS_TARGET_AVX2 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* const
       const __m256i lo[4] = {_mm256_and_si256(la, m4), _mm256_and_si256(lb, m4),
                              _mm256_and_si256(_mm256_srli_epi16(la, 4), m4),
                              _mm256_and_si256(_mm256_srli_epi16(lb, 4), m4)};
-      for (int k = 0; k < 4; ++k) {
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hv, 2 * k), m2);
-        q[4 * h + k] = _mm256_or_si256(lo[k], _mm256_slli_epi16(hi, 4));
-      }
+      // Bits 2k, 2k+1 of qh moved to bits 4-5: one shift and one mask each.
+      const __m256i hi[4] = {_mm256_and_si256(_mm256_slli_epi16(hv, 4), m30),
+                             _mm256_and_si256(_mm256_slli_epi16(hv, 2), m30), _mm256_and_si256(hv, m30),
+                             _mm256_and_si256(_mm256_srli_epi16(hv, 2), m30)};
+      for (int k = 0; k < 4; ++k) q[4 * h + k] = _mm256_or_si256(lo[k], hi[k]);
     }
-    // Per chunk c: int16 lanes 0-7 = sc[2c] (values 0-15 of the chunk), lanes 8-15 = sc[2c+1].
+    // Per chunk c: int16 lanes 0-7 = sc[2c] (values 0-15 of the chunk), lanes 8-15 = sc[2c+1]: the scales as
+    // int16, the 128-bit half holding sc[2c] and sc[2c+1] in both halves, then one word shuffle per chunk.
     const __m128i sv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sv);
+    const __m256i halves[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00),
+                               _mm256_permute2x128_si256(sc16, sc16, 0x11)};
     __m256i scv[8];
     for (int c = 0; c < 8; ++c) {
-      const __m128i ctl = _mm_set_epi64x(0x0101010101010101LL * (2 * c + 1), 0x0101010101010101LL * (2 * c));
-      scv[c] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sv, ctl));
+      const int w = 2 * (c % 4);  // word of sc[2c] within its half
+      const __m256i ctl = _mm256_setr_epi8(2 * w, 2 * w + 1, 2 * w, 2 * w + 1, 2 * w, 2 * w + 1, 2 * w,
+                                           2 * w + 1, 2 * w, 2 * w + 1, 2 * w, 2 * w + 1, 2 * w, 2 * w + 1,
+                                           2 * w, 2 * w + 1, 2 * w + 2, 2 * w + 3, 2 * w + 2, 2 * w + 3,
+                                           2 * w + 2, 2 * w + 3, 2 * w + 2, 2 * w + 3, 2 * w + 2, 2 * w + 3,
+                                           2 * w + 2, 2 * w + 3, 2 * w + 2, 2 * w + 3, 2 * w + 2, 2 * w + 3);
+      scv[c] = _mm256_shuffle_epi8(halves[c / 4], ctl);
     }
-    const __m256i sc16 = _mm256_cvtepi8_epi16(sv);
     const float dw = HalfToFloat(b.d);
     for (int r = 0; r < R; ++r) {
       __m256i isum = _mm256_setzero_si256();
@@ -141,10 +154,23 @@ LS_TARGET_AVX2 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* const
       // The -32 offset: 32 * sum_g sc_g * bsums_g, in the same 8 lanes.
       const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r][ib].bsums));
       isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(sc16, bsums), 5));
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(x[r][ib].d * dw), _mm256_cvtepi32_ps(isum), acc[r]);
+      // The block's exact sum, then one FMA: the packed Q6_K kernel's order (kernels_avx2_packed.cpp).
+      if ((ib & 1) == 0) {
+        pending[r] = isum;
+        continue;
+      }
+      const __m128 sums = HsumI32PairToFloat(pending[r], isum);
+      acc[r] = __builtin_fmaf(x[r][ib - 1].d * HalfToFloat(w[ib - 1].d), _mm_cvtss_f32(sums), acc[r]);
+      acc[r] = __builtin_fmaf(x[r][ib].d * dw, _mm_cvtss_f32(_mm_movehdup_ps(sums)), acc[r]);
     }
   }
-  for (int r = 0; r < R; ++r) out[r] = Hsum(acc[r]);
+  for (int r = 0; r < R; ++r) {
+    if (nb & 1) {  // the last block waited alone
+      const float total = _mm_cvtss_f32(HsumI32PairToFloat(pending[r], _mm256_setzero_si256()));
+      acc[r] = __builtin_fmaf(x[r][nb - 1].d * HalfToFloat(w[nb - 1].d), total, acc[r]);
+    }
+    out[r] = acc[r];
+  }
 }
 
 template <int R>

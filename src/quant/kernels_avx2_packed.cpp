@@ -1,11 +1,12 @@
-// AVX2 packed kernels for Q4_K and Q5_K weights in prompt-sized batches: 8 weight rows interleaved 4 values
-// at a time, so one maddubs multiplies 4 values of each of the 8 rows with the same 4 activation bytes
-// (broadcast). The int16 products of a 32-value sub-block are summed over its steps before ONE madd applies
-// the 8 rows' sub-block scales: Q4_K sums all 8 steps (|sum| <= 8 * 2 * 15 * 128 = 30,720), 9 multiply
-// instructions per 8 rows x 32 values where the row-at-a-time tile (kernels_avx2_k.cpp) needs 16; Q5_K's
-// 5-bit values allow 4 steps (4 * 2 * 31 * 128 = 31,744), 10 multiplies. Multiplies are what bounds that
-// tile on AVX2. Results equal DotK<Q4KKernel> / DotK<Q5KKernel> bit for bit (same integer sums per block,
-// same two FMAs per block).
+// AVX2 packed kernels for prompt-sized batches (Q4_K, Q5_K, Q6_K, Q8_0, Q4_0 weights): 8 weight rows
+// interleaved 4 values at a time, so one maddubs multiplies 4 values of each of the 8 rows with the same 4
+// activation bytes (broadcast). For the small-value formats the int16 products of several steps are summed
+// before ONE madd applies the 8 rows' scales: Q4_K sums all 8 steps of a 32-value sub-block (|sum| <= 8 * 2 *
+// 15 * 128 = 30,720), 9 multiply instructions per 8 rows x 32 values where the row-at-a-time tile
+// (kernels_avx2_k.cpp) needs 16; Q5_K's 5-bit values allow 4 steps (31,744), 10 multiplies; Q6_K 2 steps, 12.
+// Multiplies are what bounds those tiles on AVX2. Every kernel gives the same bits as the single-row dot of
+// its format (same exact integer sums per block, same float operations in the same order), so batching never
+// changes a result.
 #include <cstring>
 
 #include "quant/blocks.h"
@@ -197,6 +198,113 @@ void PackedTile(const void* packed, int64_t n_groups, const void* x, size_t x_st
   }
 }
 
+// ---- Q6_K: 6-bit values 0..63 whole, a signed 8-bit scale per 16 values, the -32 offset through the bsums.
+// A pair of products reaches 2 * 63 * 128 = 16,128, so two steps (8 values) are summed in int16 per madd:
+// 12 multiplies per 256 products against the row tile's 16.
+struct PackedQ6Kx8 {
+  float d[8];
+  int16_t sc[16][16];  // group g (values 16g..16g+15): lanes 2r, 2r+1 = row r's scale
+  int16_t scp[8][16];  // groups 2p, 2p+1: lanes 2r, 2r+1 = row r's scales sc_2p, sc_2p+1 (for the offset)
+  uint8_t q[64][32];   // step s: bytes 4r..4r+3 = row r's values 4s..4s+3
+};
+static_assert(sizeof(PackedQ6Kx8) == 2848);
+
+// Value v (0..255) of a Q6_K block: values 128n + 32k + l take the low nibble (k < 2) or high nibble (k >= 2)
+// of ql[64n + 32(k & 1) + l] and bits 2k, 2k+1 of qh[32n + l] (FORMATS.md section 2).
+inline int Q6Value(const BlockQ6_K& b, int v) {
+  const int n = v / 128, k = (v % 128) / 32, l = v % 32;
+  const int lo = (b.ql[64 * n + 32 * (k & 1) + l] >> (k >= 2 ? 4 : 0)) & 15;
+  const int hi = (b.qh[32 * n + l] >> (2 * k)) & 3;
+  return lo | hi << 4;
+}
+
+void PackQ6_K(const void* w, size_t w_stride, int64_t n, void* dst) {
+  const int64_t nb = n / kQK_K;
+  PackedQ6Kx8* out = static_cast<PackedQ6Kx8*>(dst);
+  for (int r = 0; r < kPackRows; ++r) {
+    const BlockQ6_K* row = reinterpret_cast<const BlockQ6_K*>(static_cast<const uint8_t*>(w) +
+                                                              static_cast<size_t>(r) * w_stride);
+    for (int64_t ib = 0; ib < nb; ++ib) {
+      const BlockQ6_K& b = row[ib];
+      PackedQ6Kx8& p = out[ib];
+      p.d[r] = F16ToF32(b.d);
+      for (int g = 0; g < 16; ++g) {
+        p.sc[g][2 * r] = p.sc[g][2 * r + 1] = b.scales[g];
+        p.scp[g / 2][2 * r + (g & 1)] = b.scales[g];
+      }
+      for (int v = 0; v < kQK_K; ++v) p.q[v / 4][4 * r + v % 4] = static_cast<uint8_t>(Q6Value(b, v));
+    }
+  }
+}
+
+// R activation rows against one packed Q6_K group: per block the exact sum, then acc += (dx * d) * sum.
+template <int R>
+LS_TARGET_AVX2 void GroupRowsQ6(const PackedQ6Kx8* w, const BlockQ8_K* const* x, int64_t nb, float* out,
+                                int64_t out_stride) {
+  __m256 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    const PackedQ6Kx8& b = w[ib];
+    __m256i isum[R];
+    for (int i = 0; i < R; ++i) isum[i] = _mm256_setzero_si256();
+    for (int s = 0; s < 64; s += 2) {
+      const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.q[s]));
+      const __m256i q1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.q[s + 1]));
+      const __m256i sc = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.sc[s / 4]));
+      for (int i = 0; i < R; ++i) {
+        const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(q0, Broadcast4(x[i][ib].qs + 4 * s)),
+                                             _mm256_maddubs_epi16(q1, Broadcast4(x[i][ib].qs + 4 * s + 4)));
+        isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(s16, sc));
+      }
+    }
+    const __m256 d = _mm256_loadu_ps(b.d);
+    for (int i = 0; i < R; ++i) {
+      // The -32 offset: 32 * sum_g sc_g * bsums_g per row, the group sums taken two at a time.
+      const int8_t* bs = reinterpret_cast<const int8_t*>(x[i][ib].bsums);
+      __m256i off = _mm256_setzero_si256();
+      for (int p = 0; p < 8; ++p) {
+        off = _mm256_add_epi32(
+            off, _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.scp[p])),
+                                   Broadcast4(bs + 4 * p)));
+      }
+      isum[i] = _mm256_sub_epi32(isum[i], _mm256_slli_epi32(off, 5));
+      acc[i] =
+          _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(x[i][ib].d), d), _mm256_cvtepi32_ps(isum[i]), acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) _mm256_storeu_ps(out + i * out_stride, acc[i]);
+}
+
+void PackedTileQ6(const void* packed, int64_t n_groups, const void* x, size_t x_stride, int64_t n_x,
+                  int64_t n, float* out, int64_t out_stride) {
+  const int64_t nb = n / kQK_K;
+  const uint8_t* xb = static_cast<const uint8_t*>(x);
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const PackedQ6Kx8* w = reinterpret_cast<const PackedQ6Kx8*>(static_cast<const uint8_t*>(packed) +
+                                                                g * GroupBytes<PackedQ6Kx8>(n));
+    for (int64_t i = 0; i < n_x; i += kRowsPerPass) {
+      const int rows = static_cast<int>(n_x - i < kRowsPerPass ? n_x - i : kRowsPerPass);
+      const BlockQ8_K* xs[kRowsPerPass];
+      for (int k = 0; k < rows; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(xb + (i + k) * x_stride);
+      float* o = out + i * out_stride + g * kPackRows;
+      switch (rows) {
+        case 4:
+          GroupRowsQ6<4>(w, xs, nb, o, out_stride);
+          break;
+        case 3:
+          GroupRowsQ6<3>(w, xs, nb, o, out_stride);
+          break;
+        case 2:
+          GroupRowsQ6<2>(w, xs, nb, o, out_stride);
+          break;
+        default:
+          GroupRowsQ6<1>(w, xs, nb, o, out_stride);
+          break;
+      }
+    }
+  }
+}
+
 // ---- Q8_0 and Q4_0 weights (Q8_0 activations): 8 rows interleaved 4 values at a time, one 32-value block of
 // 8 rows per Packed32x8. Q4_0's nibbles are stored as bytes 0..15 and its -8 is taken off the block sum.
 struct Packed32x8 {
@@ -314,6 +422,7 @@ void PackedTile32(const void* packed, int64_t n_groups, const void* x, size_t x_
 void FillAvx2PackedKernels(KernelSet* set) {
   set->packed[kQ4_K] = PackedKernel{PackQ4_K, PackedTile<PackedQ4Kx8, 8>, GroupBytes<PackedQ4Kx8>};
   set->packed[kQ5_K] = PackedKernel{PackQ5_K, PackedTile<PackedQ5Kx8, 4>, GroupBytes<PackedQ5Kx8>};
+  set->packed[kQ6_K] = PackedKernel{PackQ6_K, PackedTileQ6, GroupBytes<PackedQ6Kx8>};
   set->packed[kQ8_0] = PackedKernel{Pack32<BlockQ8_0>, PackedTile32<false>, GroupBytes32};
   set->packed[kQ4_0] = PackedKernel{Pack32<BlockQ4_0>, PackedTile32<true>, GroupBytes32};
 }
