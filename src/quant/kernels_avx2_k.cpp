@@ -45,7 +45,7 @@ LS_TARGET_AVX2 inline __m256i BroadcastWordMask(int j) {
 // kernel (kernels_avx2_packed.cpp) follows in its lanes, so both give the same bits.
 template <int R, bool kFive>
 LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x, int64_t nb, float* out) {
-  const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+  const __m256i m4 = _mm256_set1_epi8(15), m10 = _mm256_set1_epi8(0x10);
   float acc[R];
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
   const size_t stride = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
@@ -65,19 +65,23 @@ LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x
     const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
 
-    __m256i hbits = kFive ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh)) : _mm256_setzero_si256();
+    const __m256i hbits =
+        kFive ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh)) : _mm256_setzero_si256();
     __m256i q[8];  // unsigned weights of sub-block j, 0..15 (0..31 for Q5_K)
     for (int i = 0; i < 4; ++i) {
       const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * i));
       q[2 * i] = _mm256_and_si256(bytes, m4);
       q[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
-      if (kFive) {
-        // bit j of qh[l] is the fifth bit of sub-block j: move it to bit 4 of each byte
-        q[2 * i] = _mm256_or_si256(q[2 * i], _mm256_slli_epi16(_mm256_and_si256(hbits, one), 4));
-        hbits = _mm256_srli_epi16(hbits, 1);
-        q[2 * i + 1] = _mm256_or_si256(q[2 * i + 1], _mm256_slli_epi16(_mm256_and_si256(hbits, one), 4));
-        hbits = _mm256_srli_epi16(hbits, 1);
-      }
+    }
+    if (kFive) {  // bit j of qh[l] is the fifth bit of sub-block j: moved to bit 4 by one shift and one mask
+      q[0] = _mm256_or_si256(q[0], _mm256_and_si256(_mm256_slli_epi16(hbits, 4), m10));
+      q[1] = _mm256_or_si256(q[1], _mm256_and_si256(_mm256_slli_epi16(hbits, 3), m10));
+      q[2] = _mm256_or_si256(q[2], _mm256_and_si256(_mm256_slli_epi16(hbits, 2), m10));
+      q[3] = _mm256_or_si256(q[3], _mm256_and_si256(_mm256_slli_epi16(hbits, 1), m10));
+      q[4] = _mm256_or_si256(q[4], _mm256_and_si256(hbits, m10));
+      q[5] = _mm256_or_si256(q[5], _mm256_and_si256(_mm256_srli_epi16(hbits, 1), m10));
+      q[6] = _mm256_or_si256(q[6], _mm256_and_si256(_mm256_srli_epi16(hbits, 2), m10));
+      q[7] = _mm256_or_si256(q[7], _mm256_and_si256(_mm256_srli_epi16(hbits, 3), m10));
     }
     __m256i sc[8];
     for (int j = 0; j < 8; ++j) sc[j] = _mm256_shuffle_epi8(scales, BroadcastWordMask(j));
