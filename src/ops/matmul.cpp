@@ -1,9 +1,9 @@
 // MatMul: encode the activations once, then the threads take chunks of weight rows from a shared queue.
 // Within a chunk the activation rows go eight at a time through the kernel's tile (a K-quant weight block is
 // decoded once per eight rows), and the chunk's weights (<= 16 KiB) stay in L1 while the batch streams by.
-// Prompt-sized batches of a format with a packed kernel (Q4_K and Q5_K on AVX2) first interleave the chunk's
-// rows in groups of eight into a per-thread buffer (quant::PackedKernel), so one instruction serves eight
-// rows.
+// Prompt-sized batches of a format with a packed kernel (Q4_K, Q5_K, Q6_K, Q8_0, Q4_0 on AVX2) first
+// interleave the chunk's rows in groups of eight into a per-thread buffer (quant::PackedKernel), so one
+// instruction serves eight rows; results are the same bits either way.
 #include "ops/matmul.h"
 
 #include <algorithm>
@@ -20,8 +20,9 @@ constexpr int kMaxTargets = 4;
 constexpr int64_t kTileRows =
     8;  // activation rows per kernel call (the K-quant tiles decode a block once for 8)
 constexpr int64_t kDecodeRows = 4;  // batches up to this size stream the weights like a single token
-// Packing a chunk costs about as much as a few activation rows through the plain tile; from this many rows on
-// the packed kernel's savings repay it (Q4_K, quant_bench's "pp" columns).
+// Packing a chunk costs about as much as a few activation rows through the plain tile, so small batches
+// (several slots decoding together) keep the plain tile. 16 is a cautious guess: one comparison at 5 was
+// inside the noise (docs/bench.md).
 constexpr int64_t kPackMinRows = 16;
 
 // Weight rows per work chunk. Generation (m <= 4) streams weights from memory: ~32 KiB chunks keep the

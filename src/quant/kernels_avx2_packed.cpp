@@ -38,11 +38,6 @@ struct PackedQ5Kx8 {
 };
 static_assert(sizeof(PackedQ5Kx8) == 2496);
 
-template <class Packed>
-size_t GroupBytes(int64_t n) {
-  return static_cast<size_t>(n / kQK_K) * sizeof(Packed);
-}
-
 // Scales, mins and super-scales of block `b` (Q4_K or Q5_K: same header) into row r's lanes of `p`.
 template <class Packed>
 void PackHeader(const uint8_t* b, int r, Packed& p) {
@@ -59,19 +54,43 @@ void PackHeader(const uint8_t* b, int r, Packed& p) {
   }
 }
 
-void PackQ4_K(const void* w, size_t w_stride, int64_t n, void* dst) {
+// dst[s] = 4-byte unit s of src[0], of src[1], ..., of src[7]: eight rows' 32-byte runs interleaved 4 bytes
+// at a time (an 8 x 8 transpose of 32-bit elements).
+LS_TARGET_AVX2 inline void Interleave8x32(const uint8_t* const* src, void* dst_bytes) {
+  __m256i r[8], t[8], u[8];
+  for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src[k]));
+  for (int k = 0; k < 8; k += 2) {  // t[k] = k0 k+1_0 k1 k+1_1 | k4 .. ; t[k + 1] = units 2, 3 | 6, 7
+    t[k] = _mm256_unpacklo_epi32(r[k], r[k + 1]);
+    t[k + 1] = _mm256_unpackhi_epi32(r[k], r[k + 1]);
+  }
+  for (int k = 0; k < 8; k += 4) {  // u[k + j] = unit j of rows k..k+3 | unit j + 4 of rows k..k+3
+    u[k] = _mm256_unpacklo_epi64(t[k], t[k + 2]);
+    u[k + 1] = _mm256_unpackhi_epi64(t[k], t[k + 2]);
+    u[k + 2] = _mm256_unpacklo_epi64(t[k + 1], t[k + 3]);
+    u[k + 3] = _mm256_unpackhi_epi64(t[k + 1], t[k + 3]);
+  }
+  __m256i* dst = static_cast<__m256i*>(dst_bytes);
+  for (int j = 0; j < 4; ++j) {
+    _mm256_storeu_si256(dst + j, _mm256_permute2x128_si256(u[j], u[4 + j], 0x20));
+    _mm256_storeu_si256(dst + 4 + j, _mm256_permute2x128_si256(u[j], u[4 + j], 0x31));
+  }
+}
+
+LS_TARGET_AVX2 void PackQ4_K(const void* w, size_t w_stride, int64_t n, void* dst) {
   const int64_t nb = n / kQK_K;
   PackedQ4Kx8* out = static_cast<PackedQ4Kx8*>(dst);
+  const BlockQ4_K* rows[kPackRows];
   for (int r = 0; r < kPackRows; ++r) {
-    const BlockQ4_K* row = reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(w) +
-                                                              static_cast<size_t>(r) * w_stride);
-    for (int64_t ib = 0; ib < nb; ++ib) {
-      const BlockQ4_K& b = row[ib];
-      PackedQ4Kx8& p = out[ib];
-      PackHeader(reinterpret_cast<const uint8_t*>(&b), r, p);
-      for (int q = 0; q < 4; ++q) {
-        for (int s = 0; s < 8; ++s) std::memcpy(&p.qs[q][s][4 * r], b.qs + 32 * q + 4 * s, 4);
-      }
+    rows[r] = reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(w) +
+                                                 static_cast<size_t>(r) * w_stride);
+  }
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    PackedQ4Kx8& p = out[ib];
+    for (int r = 0; r < kPackRows; ++r) PackHeader(reinterpret_cast<const uint8_t*>(&rows[r][ib]), r, p);
+    for (int q = 0; q < 4; ++q) {
+      const uint8_t* src[kPackRows];
+      for (int r = 0; r < kPackRows; ++r) src[r] = rows[r][ib].qs + 32 * q;
+      Interleave8x32(src, p.qs[q]);
     }
   }
 }
@@ -167,37 +186,6 @@ LS_TARGET_AVX2 void GroupRows(const Packed* w, const BlockQ8_K* const* x, int64_
 
 constexpr int kRowsPerPass = 4;  // activation rows per pass over a group: 4 x 3 accumulators fit 16 registers
 
-template <class Packed, int kSteps>
-void PackedTile(const void* packed, int64_t n_groups, const void* x, size_t x_stride, int64_t n_x, int64_t n,
-                float* out, int64_t out_stride) {
-  const int64_t nb = n / kQK_K;
-  const uint8_t* xb = static_cast<const uint8_t*>(x);
-  for (int64_t g = 0; g < n_groups; ++g) {
-    const Packed* w =
-        reinterpret_cast<const Packed*>(static_cast<const uint8_t*>(packed) + g * GroupBytes<Packed>(n));
-    for (int64_t i = 0; i < n_x; i += kRowsPerPass) {
-      const int rows = static_cast<int>(n_x - i < kRowsPerPass ? n_x - i : kRowsPerPass);
-      const BlockQ8_K* xs[kRowsPerPass];
-      for (int k = 0; k < rows; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(xb + (i + k) * x_stride);
-      float* o = out + i * out_stride + g * kPackRows;
-      switch (rows) {
-        case 4:
-          GroupRows<4, Packed, kSteps>(w, xs, nb, o, out_stride);
-          break;
-        case 3:
-          GroupRows<3, Packed, kSteps>(w, xs, nb, o, out_stride);
-          break;
-        case 2:
-          GroupRows<2, Packed, kSteps>(w, xs, nb, o, out_stride);
-          break;
-        default:
-          GroupRows<1, Packed, kSteps>(w, xs, nb, o, out_stride);
-          break;
-      }
-    }
-  }
-}
-
 // ---- Q6_K: 6-bit values 0..63 whole, a signed 8-bit scale per 16 values, the -32 offset through the bsums.
 // A pair of products reaches 2 * 63 * 128 = 16,128, so two steps (8 values) are summed in int16 per madd:
 // 12 multiplies per 256 products against the row tile's 16.
@@ -275,36 +263,6 @@ LS_TARGET_AVX2 void GroupRowsQ6(const PackedQ6Kx8* w, const BlockQ8_K* const* x,
   for (int i = 0; i < R; ++i) _mm256_storeu_ps(out + i * out_stride, acc[i]);
 }
 
-void PackedTileQ6(const void* packed, int64_t n_groups, const void* x, size_t x_stride, int64_t n_x,
-                  int64_t n, float* out, int64_t out_stride) {
-  const int64_t nb = n / kQK_K;
-  const uint8_t* xb = static_cast<const uint8_t*>(x);
-  for (int64_t g = 0; g < n_groups; ++g) {
-    const PackedQ6Kx8* w = reinterpret_cast<const PackedQ6Kx8*>(static_cast<const uint8_t*>(packed) +
-                                                                g * GroupBytes<PackedQ6Kx8>(n));
-    for (int64_t i = 0; i < n_x; i += kRowsPerPass) {
-      const int rows = static_cast<int>(n_x - i < kRowsPerPass ? n_x - i : kRowsPerPass);
-      const BlockQ8_K* xs[kRowsPerPass];
-      for (int k = 0; k < rows; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(xb + (i + k) * x_stride);
-      float* o = out + i * out_stride + g * kPackRows;
-      switch (rows) {
-        case 4:
-          GroupRowsQ6<4>(w, xs, nb, o, out_stride);
-          break;
-        case 3:
-          GroupRowsQ6<3>(w, xs, nb, o, out_stride);
-          break;
-        case 2:
-          GroupRowsQ6<2>(w, xs, nb, o, out_stride);
-          break;
-        default:
-          GroupRowsQ6<1>(w, xs, nb, o, out_stride);
-          break;
-      }
-    }
-  }
-}
-
 // ---- Q8_0 and Q4_0 weights (Q8_0 activations): 8 rows interleaved 4 values at a time, one 32-value block of
 // 8 rows per Packed32x8. Q4_0's nibbles are stored as bytes 0..15 and its -8 is taken off the block sum.
 struct Packed32x8 {
@@ -313,26 +271,28 @@ struct Packed32x8 {
 };
 static_assert(sizeof(Packed32x8) == 288);
 
-size_t GroupBytes32(int64_t n) { return static_cast<size_t>(n / kQK8_0) * sizeof(Packed32x8); }
-
 template <class Block>
-void Pack32(const void* w, size_t w_stride, int64_t n, void* dst) {
+LS_TARGET_AVX2 void Pack32(const void* w, size_t w_stride, int64_t n, void* dst) {
   const int64_t nb = n / kQK8_0;
   Packed32x8* out = static_cast<Packed32x8*>(dst);
+  const Block* rows[kPackRows];
   for (int r = 0; r < kPackRows; ++r) {
-    const Block* row =
+    rows[r] =
         reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * w_stride);
-    for (int64_t ib = 0; ib < nb; ++ib) {
-      out[ib].d[r] = F16ToF32(row[ib].d);
+  }
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    const uint8_t* src[kPackRows];
+    alignas(32) uint8_t nibbles[kPackRows][kQK8_0];
+    for (int r = 0; r < kPackRows; ++r) {
+      out[ib].d[r] = F16ToF32(rows[r][ib].d);
       if constexpr (sizeof(Block) == sizeof(BlockQ8_0)) {
-        for (int s = 0; s < 8; ++s) std::memcpy(&out[ib].qs[s][4 * r], row[ib].qs + 4 * s, 4);
+        src[r] = reinterpret_cast<const uint8_t*>(rows[r][ib].qs);
       } else {  // Q4_0: value e < 16 in the low nibble of qs[e], e >= 16 in the high nibble of qs[e - 16]
-        for (int e = 0; e < kQK8_0; ++e) {
-          out[ib].qs[e / 4][4 * r + e % 4] =
-              static_cast<int8_t>(e < 16 ? row[ib].qs[e] & 15 : row[ib].qs[e - 16] >> 4);
-        }
+        _mm256_store_si256(reinterpret_cast<__m256i*>(nibbles[r]), simd::UnpackNibbles(rows[r][ib].qs));
+        src[r] = nibbles[r];
       }
     }
+    Interleave8x32(src, out[ib].qs);
   }
 }
 
@@ -386,45 +346,71 @@ LS_TARGET_AVX2 void GroupRows32(const Packed32x8* w, const BlockQ8_0* const* x, 
   for (int i = 0; i < R; ++i) _mm256_storeu_ps(out + i * out_stride, simd::PhaseSum(acc[i]));
 }
 
-template <bool kQ4>
-void PackedTile32(const void* packed, int64_t n_groups, const void* x, size_t x_stride, int64_t n_x,
-                  int64_t n, float* out, int64_t out_stride) {
-  const int64_t nb = n / kQK8_0;
+// ---- The driver: groups one after another, activation rows kRowsPerPass at a time. Kernel::Rows<R> runs R
+// activation rows (Kernel::XBlock blocks) against one group of Kernel::Packed blocks.
+template <class Kernel>
+void PackedTile(const void* packed, int64_t n_groups, const void* x, size_t x_stride, int64_t n_x, int64_t n,
+                float* out, int64_t out_stride) {
+  using Packed = typename Kernel::Packed;
+  using XBlock = typename Kernel::XBlock;
+  const int64_t nb = n / Kernel::kBlockValues;
   const uint8_t* xb = static_cast<const uint8_t*>(x);
   for (int64_t g = 0; g < n_groups; ++g) {
-    const Packed32x8* w =
-        reinterpret_cast<const Packed32x8*>(static_cast<const uint8_t*>(packed) + g * GroupBytes32(n));
+    const Packed* w = static_cast<const Packed*>(packed) + g * nb;
     for (int64_t i = 0; i < n_x; i += kRowsPerPass) {
       const int rows = static_cast<int>(n_x - i < kRowsPerPass ? n_x - i : kRowsPerPass);
-      const BlockQ8_0* xs[kRowsPerPass];
-      for (int k = 0; k < rows; ++k) xs[k] = reinterpret_cast<const BlockQ8_0*>(xb + (i + k) * x_stride);
+      const XBlock* xs[kRowsPerPass];
+      for (int k = 0; k < rows; ++k) xs[k] = reinterpret_cast<const XBlock*>(xb + (i + k) * x_stride);
       float* o = out + i * out_stride + g * kPackRows;
       switch (rows) {
         case 4:
-          GroupRows32<4, kQ4>(w, xs, nb, o, out_stride);
+          Kernel::template Rows<4>(w, xs, nb, o, out_stride);
           break;
         case 3:
-          GroupRows32<3, kQ4>(w, xs, nb, o, out_stride);
+          Kernel::template Rows<3>(w, xs, nb, o, out_stride);
           break;
         case 2:
-          GroupRows32<2, kQ4>(w, xs, nb, o, out_stride);
+          Kernel::template Rows<2>(w, xs, nb, o, out_stride);
           break;
         default:
-          GroupRows32<1, kQ4>(w, xs, nb, o, out_stride);
+          Kernel::template Rows<1>(w, xs, nb, o, out_stride);
           break;
       }
     }
   }
 }
 
+template <class Kernel>
+size_t GroupBytes(int64_t n) {
+  return static_cast<size_t>(n / Kernel::kBlockValues) * sizeof(typename Kernel::Packed);
+}
+
+// The kernels as the driver sees them.
+#define LS_PACKED_KERNEL(Name, PackedT, XBlockT, kValues, call)                                    \
+  struct Name {                                                                                    \
+    using Packed = PackedT;                                                                        \
+    using XBlock = XBlockT;                                                                        \
+    static constexpr int kBlockValues = kValues;                                                   \
+    template <int R>                                                                               \
+    static void Rows(const Packed* w, const XBlock* const* x, int64_t nb, float* out, int64_t s) { \
+      call(w, x, nb, out, s);                                                                      \
+    }                                                                                              \
+  };
+LS_PACKED_KERNEL(Q4KPacked, PackedQ4Kx8, BlockQ8_K, kQK_K, (GroupRows<R, PackedQ4Kx8, 8>))
+LS_PACKED_KERNEL(Q5KPacked, PackedQ5Kx8, BlockQ8_K, kQK_K, (GroupRows<R, PackedQ5Kx8, 4>))
+LS_PACKED_KERNEL(Q6KPacked, PackedQ6Kx8, BlockQ8_K, kQK_K, GroupRowsQ6<R>)
+LS_PACKED_KERNEL(Q8_0Packed, Packed32x8, BlockQ8_0, kQK8_0, (GroupRows32<R, false>))
+LS_PACKED_KERNEL(Q4_0Packed, Packed32x8, BlockQ8_0, kQK8_0, (GroupRows32<R, true>))
+#undef LS_PACKED_KERNEL
+
 }  // namespace
 
 void FillAvx2PackedKernels(KernelSet* set) {
-  set->packed[kQ4_K] = PackedKernel{PackQ4_K, PackedTile<PackedQ4Kx8, 8>, GroupBytes<PackedQ4Kx8>};
-  set->packed[kQ5_K] = PackedKernel{PackQ5_K, PackedTile<PackedQ5Kx8, 4>, GroupBytes<PackedQ5Kx8>};
-  set->packed[kQ6_K] = PackedKernel{PackQ6_K, PackedTileQ6, GroupBytes<PackedQ6Kx8>};
-  set->packed[kQ8_0] = PackedKernel{Pack32<BlockQ8_0>, PackedTile32<false>, GroupBytes32};
-  set->packed[kQ4_0] = PackedKernel{Pack32<BlockQ4_0>, PackedTile32<true>, GroupBytes32};
+  set->packed[kQ4_K] = PackedKernel{PackQ4_K, PackedTile<Q4KPacked>, GroupBytes<Q4KPacked>};
+  set->packed[kQ5_K] = PackedKernel{PackQ5_K, PackedTile<Q5KPacked>, GroupBytes<Q5KPacked>};
+  set->packed[kQ6_K] = PackedKernel{PackQ6_K, PackedTile<Q6KPacked>, GroupBytes<Q6KPacked>};
+  set->packed[kQ8_0] = PackedKernel{Pack32<BlockQ8_0>, PackedTile<Q8_0Packed>, GroupBytes<Q8_0Packed>};
+  set->packed[kQ4_0] = PackedKernel{Pack32<BlockQ4_0>, PackedTile<Q4_0Packed>, GroupBytes<Q4_0Packed>};
 }
 
 }  // namespace lazyslot::quant
