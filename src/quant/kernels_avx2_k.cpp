@@ -39,12 +39,79 @@ LS_TARGET_AVX2 inline __m256i BroadcastWordMask(int j) {
   return _mm256_set1_epi16(static_cast<short>((2 * j) | (2 * j + 1) << 8));
 }
 
+// Bit j of each byte of qh moved to bit 4 (the fifth bit of Q5_K sub-block j).
+template <int J>
+LS_TARGET_AVX2 inline __m256i FifthBit(__m256i qh) {
+  const __m256i m10 = _mm256_set1_epi8(0x10);
+  if constexpr (J < 4) return _mm256_and_si256(_mm256_slli_epi16(qh, 4 - J), m10);
+  if constexpr (J == 4) return _mm256_and_si256(qh, m10);
+  return _mm256_and_si256(_mm256_srli_epi16(qh, J - 4), m10);
+}
+
+// Sub-blocks 2I and 2I+1 of a Q4_K/Q5_K block against one activation row, added to isum.
+template <int I, bool kFive>
+LS_TARGET_AVX2 inline __m256i SubBlockPair(const uint8_t* qs, __m256i qh, __m256i scales, const int8_t* xq,
+                                           __m256i isum) {
+  const __m256i m4 = _mm256_set1_epi8(15);
+  const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * I));
+  __m256i q0 = _mm256_and_si256(bytes, m4), q1 = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
+  if (kFive) {
+    q0 = _mm256_or_si256(q0, FifthBit<2 * I>(qh));
+    q1 = _mm256_or_si256(q1, FifthBit<2 * I + 1>(qh));
+  }
+  const __m256i p0 = _mm256_maddubs_epi16(q0, LoadQ(xq + 64 * I));
+  const __m256i p1 = _mm256_maddubs_epi16(q1, LoadQ(xq + 64 * I + 32));
+  isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p0, _mm256_shuffle_epi8(scales, BroadcastWordMask(2 * I))));
+  return _mm256_add_epi32(isum,
+                          _mm256_madd_epi16(p1, _mm256_shuffle_epi8(scales, BroadcastWordMask(2 * I + 1))));
+}
+
+// The single-row case of DotQ45KRows (generation): the same integer sums and float operations, with each
+// pair of sub-blocks decoded right before use so that nothing is spilled (decoding all 8 first, as the
+// multi-row tile does, kept the accumulator in memory: a store-to-load trip per block on its FMA chain).
+template <bool kFive>
+LS_TARGET_AVX2 inline float DotQ45KOne(const uint8_t* w, const BlockQ8_K* x, int64_t nb) {
+  const size_t stride = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  float acc = 0.0f;
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    const uint8_t* base = w + ib * stride;
+    for (size_t off = 0; off < stride; off += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(base) + kPrefetchBytes + off, _MM_HINT_T0);
+    }
+    uint16_t d16, dmin16;
+    __builtin_memcpy(&d16, base, 2);
+    __builtin_memcpy(&dmin16, base + 2, 2);
+    const uint8_t* qs = kFive ? base + 48 : base + 16;
+    const __m256i qh =
+        kFive ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 16)) : _mm256_setzero_si256();
+    const __m128i sm = UnpackKScales(base + 4);
+    const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+    __m256i isum = _mm256_setzero_si256();
+    isum = SubBlockPair<0, kFive>(qs, qh, scales, x[ib].qs, isum);
+    isum = SubBlockPair<1, kFive>(qs, qh, scales, x[ib].qs, isum);
+    isum = SubBlockPair<2, kFive>(qs, qh, scales, x[ib].qs, isum);
+    isum = SubBlockPair<3, kFive>(qs, qh, scales, x[ib].qs, isum);
+    const __m256i msum =
+        _mm256_madd_epi16(mins, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[ib].bsums)));
+    const __m128 sums = HsumI32PairToFloat(isum, msum);
+    const float dx = x[ib].d;
+    acc = __builtin_fmaf(dx * HalfToFloat(d16), _mm_cvtss_f32(sums), acc);
+    acc = __builtin_fmaf(-(dx * HalfToFloat(dmin16)), _mm_cvtss_f32(_mm_movehdup_ps(sums)), acc);
+  }
+  return acc;
+}
+
 // Q4_K/Q5_K: R activation rows per weight block; weights and scales decoded once for all rows.
 // isum = sum_j sc_j * (q_j . x_j) and msum = sum_j m_j * (bsums[2j] + bsums[2j+1]) are summed exactly as
 // integers per block, then acc += (dx * d) * isum - (dx * dmin) * msum with two FMAs: the order the packed
 // kernel (kernels_avx2_packed.cpp) follows in its lanes, so both give the same bits.
 template <int R, bool kFive>
 LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x, int64_t nb, float* out) {
+  if constexpr (R == 1) {
+    out[0] = DotQ45KOne<kFive>(static_cast<const uint8_t*>(wv), x[0], nb);
+    return;
+  }
   const __m256i m4 = _mm256_set1_epi8(15), m10 = _mm256_set1_epi8(0x10);
   float acc[R];
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
