@@ -170,11 +170,71 @@ LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x
   for (int r = 0; r < R; ++r) out[r] = acc[r];
 }
 
+// Byte-shuffle control for Q6_K chunk c (32 values): int16 lanes 0-7 = scale word 2(c % 4) of a 128-bit half,
+// lanes 8-15 = the word after it.
+LS_TARGET_AVX2 inline __m256i Q6ScaleControl(int c) {
+  const char w = static_cast<char>(4 * (c % 4));  // byte of sc[2c]'s int16 within its half
+  const __m128i lo = _mm_set1_epi16(static_cast<short>(w | (w + 1) << 8));
+  const __m128i hi = _mm_set1_epi16(static_cast<short>((w + 2) | (w + 3) << 8));
+  return _mm256_set_m128i(hi, lo);
+}
+
+// The single-row case of DotQ6KRows: each chunk decoded right before use (as DotQ45KOne), the same sums
+// and float operations.
+LS_TARGET_AVX2 inline float DotQ6KOne(const BlockQ6_K* w, const BlockQ8_K* x, int64_t nb) {
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+  float acc = 0.0f;
+  __m256i pending = _mm256_setzero_si256();
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    const BlockQ6_K& b = w[ib];
+    for (size_t off = 0; off < sizeof(BlockQ6_K); off += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBytes + off, _MM_HINT_T0);
+    }
+    const __m128i sv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sv);
+    __m256i isum = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i half = _mm256_permute2x128_si256(sc16, sc16, h == 0 ? 0x00 : 0x11);
+      const __m256i la = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
+      const __m256i lb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
+      const __m256i hv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+      const __m256i q[4] = {
+          _mm256_or_si256(_mm256_and_si256(la, m4), _mm256_and_si256(_mm256_slli_epi16(hv, 4), m30)),
+          _mm256_or_si256(_mm256_and_si256(lb, m4), _mm256_and_si256(_mm256_slli_epi16(hv, 2), m30)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4), _mm256_and_si256(hv, m30)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
+                          _mm256_and_si256(_mm256_srli_epi16(hv, 2), m30))};
+      for (int k = 0; k < 4; ++k) {
+        const __m256i p16 = _mm256_maddubs_epi16(q[k], LoadQ(x[ib].qs + 128 * h + 32 * k));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, _mm256_shuffle_epi8(half, Q6ScaleControl(k))));
+      }
+    }
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[ib].bsums));
+    isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(sc16, bsums), 5));
+    if ((ib & 1) == 0) {
+      pending = isum;
+      continue;
+    }
+    const __m128 sums = HsumI32PairToFloat(pending, isum);
+    acc = __builtin_fmaf(x[ib - 1].d * HalfToFloat(w[ib - 1].d), _mm_cvtss_f32(sums), acc);
+    acc = __builtin_fmaf(x[ib].d * HalfToFloat(b.d), _mm_cvtss_f32(_mm_movehdup_ps(sums)), acc);
+  }
+  if (nb & 1) {  // the last block waited alone
+    const float total = _mm_cvtss_f32(HsumI32PairToFloat(pending, _mm256_setzero_si256()));
+    acc = __builtin_fmaf(x[nb - 1].d * HalfToFloat(w[nb - 1].d), total, acc);
+  }
+  return acc;
+}
+
 // Q6_K: q = lo | hi << 4 (0..63) per value; sum_g sc_g * sum (q - 32) x = sum_g sc_g * (sum q x - 32 bsum_g),
 // summed exactly per block, then acc += (dx * d) * sum with one FMA. The 8-lane sums of two blocks are
 // reduced together (an even block waits in `pending` for the next one).
 template <int R>
 LS_TARGET_AVX2 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* const* x, int64_t nb, float* out) {
+  if constexpr (R == 1) {
+    out[0] = DotQ6KOne(w, x[0], nb);
+    return;
+  }
   const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
   float acc[R];
   __m256i pending[R];
@@ -206,15 +266,7 @@ LS_TARGET_AVX2 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* const
     const __m256i halves[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00),
                                _mm256_permute2x128_si256(sc16, sc16, 0x11)};
     __m256i scv[8];
-    for (int c = 0; c < 8; ++c) {
-      const int w = 2 * (c % 4);  // word of sc[2c] within its half
-      const __m256i ctl = _mm256_setr_epi8(2 * w, 2 * w + 1, 2 * w, 2 * w + 1, 2 * w, 2 * w + 1, 2 * w,
-                                           2 * w + 1, 2 * w, 2 * w + 1, 2 * w, 2 * w + 1, 2 * w, 2 * w + 1,
-                                           2 * w, 2 * w + 1, 2 * w + 2, 2 * w + 3, 2 * w + 2, 2 * w + 3,
-                                           2 * w + 2, 2 * w + 3, 2 * w + 2, 2 * w + 3, 2 * w + 2, 2 * w + 3,
-                                           2 * w + 2, 2 * w + 3, 2 * w + 2, 2 * w + 3, 2 * w + 2, 2 * w + 3);
-      scv[c] = _mm256_shuffle_epi8(halves[c / 4], ctl);
-    }
+    for (int c = 0; c < 8; ++c) scv[c] = _mm256_shuffle_epi8(halves[c / 4], Q6ScaleControl(c));
     const float dw = HalfToFloat(b.d);
     for (int r = 0; r < R; ++r) {
       __m256i isum = _mm256_setzero_si256();
