@@ -112,7 +112,7 @@ LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x
     out[0] = DotQ45KOne<kFive>(static_cast<const uint8_t*>(wv), x[0], nb);
     return;
   }
-  const __m256i m4 = _mm256_set1_epi8(15), m10 = _mm256_set1_epi8(0x10);
+  const __m256i m4 = _mm256_set1_epi8(15);
   float acc[R];
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
   const size_t stride = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
@@ -140,15 +140,15 @@ LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x
       q[2 * i] = _mm256_and_si256(bytes, m4);
       q[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
     }
-    if (kFive) {  // bit j of qh[l] is the fifth bit of sub-block j: moved to bit 4 by one shift and one mask
-      q[0] = _mm256_or_si256(q[0], _mm256_and_si256(_mm256_slli_epi16(hbits, 4), m10));
-      q[1] = _mm256_or_si256(q[1], _mm256_and_si256(_mm256_slli_epi16(hbits, 3), m10));
-      q[2] = _mm256_or_si256(q[2], _mm256_and_si256(_mm256_slli_epi16(hbits, 2), m10));
-      q[3] = _mm256_or_si256(q[3], _mm256_and_si256(_mm256_slli_epi16(hbits, 1), m10));
-      q[4] = _mm256_or_si256(q[4], _mm256_and_si256(hbits, m10));
-      q[5] = _mm256_or_si256(q[5], _mm256_and_si256(_mm256_srli_epi16(hbits, 1), m10));
-      q[6] = _mm256_or_si256(q[6], _mm256_and_si256(_mm256_srli_epi16(hbits, 2), m10));
-      q[7] = _mm256_or_si256(q[7], _mm256_and_si256(_mm256_srli_epi16(hbits, 3), m10));
+    if (kFive) {  // bit j of qh[l] is the fifth bit of sub-block j
+      q[0] = _mm256_or_si256(q[0], FifthBit<0>(hbits));
+      q[1] = _mm256_or_si256(q[1], FifthBit<1>(hbits));
+      q[2] = _mm256_or_si256(q[2], FifthBit<2>(hbits));
+      q[3] = _mm256_or_si256(q[3], FifthBit<3>(hbits));
+      q[4] = _mm256_or_si256(q[4], FifthBit<4>(hbits));
+      q[5] = _mm256_or_si256(q[5], FifthBit<5>(hbits));
+      q[6] = _mm256_or_si256(q[6], FifthBit<6>(hbits));
+      q[7] = _mm256_or_si256(q[7], FifthBit<7>(hbits));
     }
     __m256i sc[8];
     for (int j = 0; j < 8; ++j) sc[j] = _mm256_shuffle_epi8(scales, BroadcastWordMask(j));
@@ -192,9 +192,11 @@ LS_TARGET_AVX2 inline float DotQ6KOne(const BlockQ6_K* w, const BlockQ8_K* x, in
     }
     const __m128i sv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
     const __m256i sc16 = _mm256_cvtepi8_epi16(sv);
+    const __m256i halves[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00),
+                               _mm256_permute2x128_si256(sc16, sc16, 0x11)};
     __m256i isum = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
-      const __m256i half = _mm256_permute2x128_si256(sc16, sc16, h == 0 ? 0x00 : 0x11);
+      const __m256i half = halves[h];
       const __m256i la = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
       const __m256i lb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
       const __m256i hv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
