@@ -205,7 +205,8 @@ TEST(Kernels, PackedTilesMatchDots) {
         const size_t wbytes = RowBytes(t, n), xbytes = RowBytes(at, n);
         std::vector<uint8_t> w(kW * wbytes), x(kX * xbytes);
         // The last group and the last activation row are near-constant: the largest weight codes (15 for
-        // Q4_0/Q4_K, 31 for Q5_K) against -127/-128 everywhere, the worst case for the kernels' int16 sums.
+        // Q4_0/Q4_K, 31 for Q5_K, 60 for Q6_K) against -127/-128 everywhere, the worst case for the kernels'
+        // int16 sums.
         for (int r = 0; r < kW; ++r) {
           std::vector<float> v = RandomRow(n, 3000 + r + static_cast<uint32_t>(n), 0.05f);
           if (r >= (kGroups - 1) * kPackRows) {
