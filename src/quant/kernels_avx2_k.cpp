@@ -9,7 +9,6 @@ namespace lazyslot::quant {
 namespace {
 
 using simd::HalfToFloat;
-using simd::Hsum;
 using simd::HsumI32PairToFloat;
 
 // Weight lines asked for ahead of use, as in kernels_avx2.cpp (Q4_K tg: 20.1 -> 27.4 t/s on qwen3-0.6b with

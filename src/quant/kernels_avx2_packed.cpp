@@ -38,6 +38,15 @@ struct PackedQ5Kx8 {
 };
 static_assert(sizeof(PackedQ5Kx8) == 2496);
 
+// The kPackRows weight rows a group is packed from, as arrays of blocks.
+template <class Block>
+void RowStarts(const void* w, size_t w_stride, const Block** rows) {
+  for (int r = 0; r < kPackRows; ++r) {
+    rows[r] =
+        reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * w_stride);
+  }
+}
+
 // Scales, mins and super-scales of block `b` (Q4_K or Q5_K: same header) into row r's lanes of `p`.
 template <class Packed>
 void PackHeader(const uint8_t* b, int r, Packed& p) {
@@ -80,10 +89,7 @@ LS_TARGET_AVX2 void PackQ4_K(const void* w, size_t w_stride, int64_t n, void* ds
   const int64_t nb = n / kQK_K;
   PackedQ4Kx8* out = static_cast<PackedQ4Kx8*>(dst);
   const BlockQ4_K* rows[kPackRows];
-  for (int r = 0; r < kPackRows; ++r) {
-    rows[r] = reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(w) +
-                                                 static_cast<size_t>(r) * w_stride);
-  }
+  RowStarts(w, w_stride, rows);
   for (int64_t ib = 0; ib < nb; ++ib) {
     PackedQ4Kx8& p = out[ib];
     for (int r = 0; r < kPackRows; ++r) PackHeader(reinterpret_cast<const uint8_t*>(&rows[r][ib]), r, p);
@@ -98,12 +104,12 @@ LS_TARGET_AVX2 void PackQ4_K(const void* w, size_t w_stride, int64_t n, void* ds
 void PackQ5_K(const void* w, size_t w_stride, int64_t n, void* dst) {
   const int64_t nb = n / kQK_K;
   PackedQ5Kx8* out = static_cast<PackedQ5Kx8*>(dst);
-  for (int r = 0; r < kPackRows; ++r) {
-    const BlockQ5_K* row = reinterpret_cast<const BlockQ5_K*>(static_cast<const uint8_t*>(w) +
-                                                              static_cast<size_t>(r) * w_stride);
-    for (int64_t ib = 0; ib < nb; ++ib) {
-      const BlockQ5_K& b = row[ib];
-      PackedQ5Kx8& p = out[ib];
+  const BlockQ5_K* rows[kPackRows];
+  RowStarts(w, w_stride, rows);
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    PackedQ5Kx8& p = out[ib];
+    for (int r = 0; r < kPackRows; ++r) {
+      const BlockQ5_K& b = rows[r][ib];
       PackHeader(reinterpret_cast<const uint8_t*>(&b), r, p);
       for (int j = 0; j < 8; ++j) {
         for (int l = 0; l < 32; ++l) {
@@ -209,12 +215,12 @@ inline int Q6Value(const BlockQ6_K& b, int v) {
 void PackQ6_K(const void* w, size_t w_stride, int64_t n, void* dst) {
   const int64_t nb = n / kQK_K;
   PackedQ6Kx8* out = static_cast<PackedQ6Kx8*>(dst);
-  for (int r = 0; r < kPackRows; ++r) {
-    const BlockQ6_K* row = reinterpret_cast<const BlockQ6_K*>(static_cast<const uint8_t*>(w) +
-                                                              static_cast<size_t>(r) * w_stride);
-    for (int64_t ib = 0; ib < nb; ++ib) {
-      const BlockQ6_K& b = row[ib];
-      PackedQ6Kx8& p = out[ib];
+  const BlockQ6_K* rows[kPackRows];
+  RowStarts(w, w_stride, rows);
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    PackedQ6Kx8& p = out[ib];
+    for (int r = 0; r < kPackRows; ++r) {
+      const BlockQ6_K& b = rows[r][ib];
       p.d[r] = F16ToF32(b.d);
       for (int g = 0; g < 16; ++g) {
         p.sc[g][2 * r] = p.sc[g][2 * r + 1] = b.scales[g];
@@ -276,10 +282,7 @@ LS_TARGET_AVX2 void Pack32(const void* w, size_t w_stride, int64_t n, void* dst)
   const int64_t nb = n / kQK8_0;
   Packed32x8* out = static_cast<Packed32x8*>(dst);
   const Block* rows[kPackRows];
-  for (int r = 0; r < kPackRows; ++r) {
-    rows[r] =
-        reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * w_stride);
-  }
+  RowStarts(w, w_stride, rows);
   for (int64_t ib = 0; ib < nb; ++ib) {
     const uint8_t* src[kPackRows];
     alignas(32) uint8_t nibbles[kPackRows][kQK8_0];
