@@ -159,6 +159,7 @@ LS_TARGET_AVX2 void GroupRows(const Packed* w, const BlockQ8_K* const* x, int64_
           for (int i = 0; i < R; ++i) {
             s16[i] =
                 _mm256_add_epi16(s16[i], _mm256_maddubs_epi16(q, Broadcast4(x[i][ib].qs + 32 * j + 4 * s)));
+            simd::KeepInRegister(s16[i]);
           }
         }
         for (int i = 0; i < R; ++i) isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(s16[i], sc));
@@ -326,12 +327,14 @@ LS_TARGET_AVX2 void GroupRows32(const Packed32x8* w, const BlockQ8_0* const* x, 
       if (kQ4) {
         for (int i = 0; i < R; ++i) {
           isum[i] = _mm256_add_epi16(isum[i], _mm256_maddubs_epi16(q, Broadcast4(x[i][ib].qs + 4 * s)));
+          simd::KeepInRegister(isum[i]);
         }
       } else {
         const __m256i aq = _mm256_sign_epi8(q, q);
         for (int i = 0; i < R; ++i) {
           const __m256i p = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(Broadcast4(x[i][ib].qs + 4 * s), q));
           isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(p, ones));
+          simd::KeepInRegister(isum[i]);
         }
       }
     }

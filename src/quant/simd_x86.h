@@ -15,6 +15,12 @@
 
 namespace lazyslot::quant::simd {
 
+// An empty asm that claims to change v. Placed after each step of a running integer sum, it makes GCC keep
+// the sum in one register, added to step by step as written. Without it GCC reassociates an unrolled chain
+// of exact integer adds into a tree whose many partial sums spill to the stack (the Q4_K packed kernel ran
+// 27% faster with it). Integer sums are exact, so the results do not change.
+LS_TARGET_AVX2 inline void KeepInRegister(__m256i& v) { asm("" : "+x"(v)); }
+
 LS_TARGET_AVX2 inline float HalfToFloat(uint16_t h) { return _cvtsh_ss(h); }
 
 LS_TARGET_AVX2 inline float Hsum(__m256 v) {
