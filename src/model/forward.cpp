@@ -15,6 +15,9 @@ namespace {
 // single token's rows (about a microsecond of work each) run inline.
 constexpr int64_t kRowGrain = 4;
 
+// Tokens of a prompt attended together: each block of a kv head's K/V rows is read once for all of them.
+constexpr int64_t kAttnTile = 8;
+
 void AddBias(float* y, const std::vector<float>& b, int64_t n_rows) {
   if (b.empty()) return;
   const int64_t w = static_cast<int64_t>(b.size());
@@ -157,35 +160,51 @@ void Forward::Layer(int il, const Batch& b) {
     }
   });
 
-  // 6. Attention, one task per (token, kv head): the `group` query heads sharing a kv head read its K/V
-  // rows once. A token at position p sees cells [0, p] of its slot.
+  // 6. Attention, one task per (tile of up to kAttnTile tokens of one slot, kv head): the tile's tokens and
+  // the `group` query heads sharing the kv head read each block of its K/V rows once. A token at position
+  // p sees cells [0, p] of its slot.
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int group = hp.n_head / hp.n_head_kv;
-  const int64_t n_tasks = n * hp.n_head_kv;
-  // Tasks are taken from a shared counter kv head by kv head, and within a head last tokens (the longest)
-  // first, so causal prompts balance and the tokens of a batch read one head's K/V rows while they are
-  // still in cache (pp16 at 16,384 held tokens: each task streams 8 MiB of that head's rows; token-major
-  // order read all heads' 64 MiB per token from memory).
+  tiles_.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    if (tiles_.empty() || i - tiles_.back() == kAttnTile || b.slot[i] != b.slot[i - 1]) tiles_.push_back(i);
+  }
+  const int64_t n_tiles = static_cast<int64_t>(tiles_.size());
+  const int64_t n_tasks = n_tiles * hp.n_head_kv;
+  // Tasks are taken from a shared counter kv head by kv head, and within a head last tiles (the longest)
+  // first, so causal prompts balance and the tiles of a batch read one head's K/V rows while they are
+  // still in cache. At 16,384 held tokens a head's rows are 8 MiB, more than the cache: token by token,
+  // each token streamed them from memory; the tile reads them once per 8 tokens (pp16 3.6 -> 7.1 t/s).
   std::atomic<int64_t> next{0};
   auto attend = [&](int ith, int) {
     AttentionScratch& scratch = attn_scratch_[ith];
+    int32_t n_kv[kAttnTile];
     for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < n_tasks;) {
-      const int g = static_cast<int>(t / n);
-      const int64_t i = n - 1 - t % n;
+      const int g = static_cast<int>(t / n_tiles);
+      const int64_t tile = n_tiles - 1 - t % n_tiles;
+      const int64_t i0 = tiles_[tile], i1 = tile + 1 < n_tiles ? tiles_[tile + 1] : n;
       KvRows rows;
       rows.type_k = kc.type_k;
       rows.type_v = kc.type_v;
-      rows.k = kv_.KRow(il, b.slot[i], 0);
-      rows.v = kv_.VRow(il, b.slot[i], 0);
+      rows.k = kv_.KRow(il, b.slot[i0], 0);
+      rows.v = kv_.VRow(il, b.slot[i0], 0);
       rows.k_row_bytes = kv_.k_row_bytes();
       rows.v_row_bytes = kv_.v_row_bytes();
-      const int64_t off = i * n_q + static_cast<int64_t>(g) * group * hd;
-      AttendGroup(mode_, q_.data() + off, hd, group, rows, g, static_cast<int>(hd), b.pos[i] + 1, scale,
-                  attn_.data() + off, hd, scratch);
+      for (int64_t i = i0; i < i1; ++i) n_kv[i - i0] = b.pos[i] + 1;
+      const int64_t off = i0 * n_q + static_cast<int64_t>(g) * group * hd;
+      AttendBatch a;
+      a.q = q_.data() + off;
+      a.q_tok_stride = a.out_tok_stride = n_q;
+      a.q_stride = a.out_stride = hd;
+      a.n_q = group;
+      a.n_tok = static_cast<int>(i1 - i0);
+      a.n_kv = n_kv;
+      a.out = attn_.data() + off;
+      AttendTokens(mode_, a, rows, g, static_cast<int>(hd), scale, scratch);
     }
   };
   // Small attention work (short contexts, tiny heads) is not worth waking the pool for.
-  const int64_t work = n_tasks * hd * (kv_.n_cells(b.slot[n - 1]) + b.pos[n - 1] + 1);
+  const int64_t work = n * hp.n_head_kv * hd * (kv_.n_cells(b.slot[n - 1]) + b.pos[n - 1] + 1);
   if (work < (int64_t{1} << 16)) {
     attend(0, 1);
   } else {

@@ -38,6 +38,7 @@ class Forward {
   // Activations, [n_tokens, width] row-major.
   std::vector<float> x_, h_, q_, k_, v_, attn_, o_, gate_, up_;
   std::vector<AttentionScratch> attn_scratch_;  // one per thread
+  std::vector<int64_t> tiles_;                  // first token of each attention tile of the batch
   MatMulScratch mm_;
 };
 

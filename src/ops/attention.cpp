@@ -229,78 +229,104 @@ LS_TARGET_AVX2 inline void AccumulateF16(const uint8_t* const* v, int nb, const 
   }
 }
 
-// kFlash for NQ heads sharing one kv head, F16 K and V, hd % 8 == 0: FlashHeadScalar's arithmetic with
-// the K and V rows read once for the NQ heads. q: [NQ][hd] rounded f32, acc: [NQ][hd], sc: [2 NQ][kKeyBlock].
+// One block of kFlash (nb <= kKeyBlock keys: k[jj], v[jj]) for NQ heads sharing one kv head, F16 K and V,
+// hd % 8 == 0: FlashHeadScalar's arithmetic for a block, the K and V rows read once for the NQ heads.
+// q: [NQ][hd] rounded f32, acc: [NQ][hd], sc: [2 NQ][kKeyBlock], m and sum: [NQ]. `ahead` > 0: the first
+// pass over these rows, which asks for K rows kPrefetchKeys ahead while fewer than `ahead` keys follow
+// the block's first key, and for the block's V rows.
 template <int NQ>
-LS_TARGET_AVX2 void FlashF16(const float* q, const uint8_t* kbase, const uint8_t* vbase, const KvRows& kv,
-                             int hd, int32_t n_kv, float scale, float* acc, float* sc, float* m, float* sum) {
+LS_TARGET_AVX2 void FlashBlockF16(const float* q, const uint8_t* const* k, const uint8_t* const* v, int nb,
+                                  size_t k_row_bytes, int32_t ahead, int hd, float scale, float* acc, float* sc,
+                                  float* m, float* sum) {
   constexpr int kDC = 8;  // accumulator registers per head in the V pass (8: 6% faster than 4 for NQ = 2)
   float* prob = sc + NQ * kKeyBlock;
+  int jj = 0;
+  for (; jj + 4 <= nb; jj += 4) {
+    if (ahead > 0) {
+      for (int i = 0; i < 4; ++i) {
+        if (jj + i + kPrefetchKeys < ahead) Prefetch(k[jj + i] + kPrefetchKeys * k_row_bytes, hd * 2);
+        Prefetch(v[jj + i], hd * 2);
+      }
+    }
+    ScoresF16<NQ, 4>(k + jj, q, hd, scale, sc, jj);
+  }
+  for (; jj < nb; ++jj) {
+    if (ahead > 0) Prefetch(v[jj], hd * 2);
+    ScoresF16<NQ, 1>(k + jj, q, hd, scale, sc, jj);
+  }
+  for (int h = 0; h < NQ; ++h) {
+    FlashSoftmaxBlock(sc + h * kKeyBlock, nb, prob + h * kKeyBlock, m[h], sum[h], acc + h * hd, hd, true);
+  }
+  int d0 = 0;
+  for (; d0 + 8 * kDC <= hd; d0 += 8 * kDC) AccumulateF16<NQ, kDC>(v, nb, prob, acc, hd, d0);
+  for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1>(v, nb, prob, acc, hd, d0);
+}
+
+// kFlash for n_tok tokens of one slot and the n_q heads of each that share kv head g, F16 K and V,
+// head_dim % 8 == 0. Keys go block by block, and each block serves every token that sees it: its K/V
+// rows come from memory once for all the tokens (the cost of a prompt at depth), then from cache. Each
+// token does exactly the blocks of keys, and the operations per block, that it does alone, and pairs of
+// heads share each row's F16 -> f32 conversion: every head's result equals FlashHeadScalar's.
+void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float scale, AttentionScratch& s) {
+  const quant::KernelSet& ks = quant::ActiveKernels();
+  const size_t n_rows = static_cast<size_t>(a.n_tok) * a.n_q;  // row r: token r / n_q, head r % n_q
+  if (s.q_enc.size() < static_cast<size_t>(hd) * 2) s.q_enc.resize(static_cast<size_t>(hd) * 2);
+  if (s.q_f.size() < n_rows * hd) s.q_f.resize(n_rows * hd);
+  if (s.acc.size() < n_rows * hd) s.acc.resize(n_rows * hd);
+  if (s.state.size() < 2 * n_rows) s.state.resize(2 * n_rows);
+  if (s.scores.size() < 4 * kKeyBlock) s.scores.resize(4 * kKeyBlock);
+  uint16_t* qe = reinterpret_cast<uint16_t*>(s.q_enc.data());
+  int32_t n_kv_max = 0;
+  for (int t = 0; t < a.n_tok; ++t) {
+    n_kv_max = std::max(n_kv_max, a.n_kv[t]);
+    for (int h = 0; h < a.n_q; ++h) {
+      ks.quantize[quant::kF16](a.q + t * a.q_tok_stride + h * a.q_stride, qe, hd);
+      ks.dequantize[quant::kF16](qe, s.q_f.data() + (static_cast<size_t>(t) * a.n_q + h) * hd, hd);
+    }
+  }
+  std::fill(s.acc.begin(), s.acc.begin() + n_rows * hd, 0.0f);
+  float* m = s.state.data();
+  float* sum = m + n_rows;
+  std::fill(m, m + n_rows, -INFINITY);
+  std::fill(sum, sum + n_rows, 0.0f);
+  const uint8_t* kbase = kv.k + static_cast<size_t>(g) * hd * 2;
+  const uint8_t* vbase = kv.v + static_cast<size_t>(g) * hd * 2;
   const uint8_t* krows[kKeyBlock];
   const uint8_t* vrows[kKeyBlock];
-  for (int32_t j0 = 0; j0 < n_kv; j0 += kKeyBlock) {
-    const int nb = static_cast<int>(std::min<int32_t>(kKeyBlock, n_kv - j0));
-    for (int jj = 0; jj < nb; ++jj) {
+  for (int32_t j0 = 0; j0 < n_kv_max; j0 += kKeyBlock) {
+    const int nb_max = static_cast<int>(std::min<int32_t>(kKeyBlock, n_kv_max - j0));
+    for (int jj = 0; jj < nb_max; ++jj) {
       krows[jj] = kbase + static_cast<size_t>(j0 + jj) * kv.k_row_bytes;
       vrows[jj] = vbase + static_cast<size_t>(j0 + jj) * kv.v_row_bytes;
     }
-    int jj = 0;
-    for (; jj + 4 <= nb; jj += 4) {
-      for (int i = 0; i < 4; ++i) {
-        if (j0 + jj + i + kPrefetchKeys < n_kv)
-          Prefetch(krows[jj + i] + kPrefetchKeys * kv.k_row_bytes, hd * 2);
-        Prefetch(vrows[jj + i], hd * 2);
+    bool first = true;  // the first token to read a block prefetches for it and the next one
+    for (int t = 0; t < a.n_tok; ++t) {
+      if (a.n_kv[t] <= j0) continue;
+      const int nb = static_cast<int>(std::min<int32_t>(kKeyBlock, a.n_kv[t] - j0));
+      const int32_t ahead = first ? n_kv_max - j0 : 0;
+      first = false;
+      for (int h = 0; h < a.n_q;) {
+        const size_t r = static_cast<size_t>(t) * a.n_q + h;
+        const float* q = s.q_f.data() + r * hd;
+        float* acc = s.acc.data() + r * hd;
+        if (a.n_q - h >= 2) {
+          FlashBlockF16<2>(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc, s.scores.data(), m + r,
+                           sum + r);
+          h += 2;
+        } else {
+          FlashBlockF16<1>(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc, s.scores.data(), m + r,
+                           sum + r);
+          h += 1;
+        }
       }
-      ScoresF16<NQ, 4>(krows + jj, q, hd, scale, sc, jj);
     }
-    for (; jj < nb; ++jj) {
-      Prefetch(vrows[jj], hd * 2);
-      ScoresF16<NQ, 1>(krows + jj, q, hd, scale, sc, jj);
-    }
-    for (int h = 0; h < NQ; ++h) {
-      FlashSoftmaxBlock(sc + h * kKeyBlock, nb, prob + h * kKeyBlock, m[h], sum[h], acc + h * hd, hd, true);
-    }
-    int d0 = 0;
-    for (; d0 + 8 * kDC <= hd; d0 += 8 * kDC) AccumulateF16<NQ, kDC>(vrows, nb, prob, acc, hd, d0);
-    for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1>(vrows, nb, prob, acc, hd, d0);
   }
-}
-
-// kFlash for the n_q heads sharing kv head g, F16 K and V, head_dim % 8 == 0: pairs of heads (GQA groups of
-// two are common) share each row's F16 -> f32 conversion; every head's result equals FlashHeadScalar's.
-void FlashGroupF16(const float* q, int64_t q_stride, int n_q, const KvRows& kv, int g, int hd, int32_t n_kv,
-                   float scale, float* out, int64_t out_stride, AttentionScratch& s) {
-  const quant::KernelSet& ks = quant::ActiveKernels();
-  const size_t nq = static_cast<size_t>(n_q);
-  if (s.q_enc.size() < nq * hd * 2) s.q_enc.resize(nq * hd * 2);
-  if (s.q_f.size() < nq * hd) s.q_f.resize(nq * hd);
-  if (s.acc.size() < nq * hd) s.acc.resize(nq * hd);
-  if (s.scores.size() < 4 * kKeyBlock + 4) s.scores.resize(4 * kKeyBlock + 4);
-  uint16_t* qe = reinterpret_cast<uint16_t*>(s.q_enc.data());
-  for (int h = 0; h < n_q; ++h) {
-    ks.quantize[quant::kF16](q + h * q_stride, qe + h * hd, hd);
-    ks.dequantize[quant::kF16](qe + h * hd, s.q_f.data() + h * hd, hd);
-  }
-  std::fill(s.acc.begin(), s.acc.begin() + nq * hd, 0.0f);
-  const uint8_t* kbase = kv.k + static_cast<size_t>(g) * hd * 2;
-  const uint8_t* vbase = kv.v + static_cast<size_t>(g) * hd * 2;
-  float* sc = s.scores.data();  // [2 heads][kKeyBlock] scores, then probabilities
-  for (int h = 0; h < n_q;) {
-    float m[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f};
-    float* acc = s.acc.data() + static_cast<size_t>(h) * hd;
-    const float* qh = s.q_f.data() + static_cast<size_t>(h) * hd;
-    const int pair = n_q - h >= 2 ? 2 : 1;
-    if (pair == 2) {
-      FlashF16<2>(qh, kbase, vbase, kv, hd, n_kv, scale, acc, sc, m, sum);
-    } else {
-      FlashF16<1>(qh, kbase, vbase, kv, hd, n_kv, scale, acc, sc, m, sum);
-    }
-    for (int i = 0; i < pair; ++i) {
-      const float inv = 1.0f / sum[i];
-      float* o = out + (h + i) * out_stride;
-      for (int d = 0; d < hd; ++d) o[d] = acc[i * hd + d] * inv;
-    }
-    h += pair;
+  for (size_t r = 0; r < n_rows; ++r) {
+    const float inv = 1.0f / sum[r];
+    const int t = static_cast<int>(r) / a.n_q, h = static_cast<int>(r) % a.n_q;
+    float* o = a.out + t * a.out_tok_stride + h * a.out_stride;
+    const float* acc = s.acc.data() + r * hd;
+    for (int d = 0; d < hd; ++d) o[d] = acc[d] * inv;
   }
 }
 
@@ -360,21 +386,38 @@ void StandardHead(const float* q, const KvRows& kv, int g, int head_dim, int32_t
 
 }  // namespace
 
+void AttendTokens(AttentionMode mode, const AttendBatch& a, const KvRows& kv, int g, int head_dim, float scale,
+                  AttentionScratch& s) {
+  if (mode == AttentionMode::kFlash && kv.type_k == TensorType::kF16 && kv.type_v == TensorType::kF16 &&
+      head_dim % 8 == 0 && HaveF16Simd()) {
+    FlashTokensF16(a, kv, g, head_dim, scale, s);
+    return;
+  }
+  for (int t = 0; t < a.n_tok; ++t) {
+    for (int h = 0; h < a.n_q; ++h) {
+      const float* q = a.q + t * a.q_tok_stride + h * a.q_stride;
+      float* out = a.out + t * a.out_tok_stride + h * a.out_stride;
+      if (mode == AttentionMode::kFlash) {
+        FlashHeadScalar(q, kv, g, head_dim, a.n_kv[t], scale, out, s);
+      } else {
+        StandardHead(q, kv, g, head_dim, a.n_kv[t], scale, out, s, true);
+      }
+    }
+  }
+}
+
 void AttendGroup(AttentionMode mode, const float* q, int64_t q_stride, int n_q, const KvRows& kv, int g,
                  int head_dim, int32_t n_kv, float scale, float* out, int64_t out_stride,
                  AttentionScratch& s) {
-  if (mode == AttentionMode::kFlash && kv.type_k == TensorType::kF16 && kv.type_v == TensorType::kF16 &&
-      head_dim % 8 == 0 && HaveF16Simd()) {
-    FlashGroupF16(q, q_stride, n_q, kv, g, head_dim, n_kv, scale, out, out_stride, s);
-    return;
-  }
-  for (int h = 0; h < n_q; ++h) {
-    if (mode == AttentionMode::kFlash) {
-      FlashHeadScalar(q + h * q_stride, kv, g, head_dim, n_kv, scale, out + h * out_stride, s);
-    } else {
-      StandardHead(q + h * q_stride, kv, g, head_dim, n_kv, scale, out + h * out_stride, s, true);
-    }
-  }
+  AttendBatch a;
+  a.q = q;
+  a.q_stride = q_stride;
+  a.n_q = n_q;
+  a.n_tok = 1;
+  a.n_kv = &n_kv;
+  a.out = out;
+  a.out_stride = out_stride;
+  AttendTokens(mode, a, kv, g, head_dim, scale, s);
 }
 
 void AttendHead(AttentionMode mode, const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv,

@@ -26,7 +26,8 @@ struct AttentionScratch {
   std::vector<uint8_t> q_enc;  // q in the K dot type
   std::vector<float> v_row;    // decoded V slice (non-F16/F32 caches)
   std::vector<float> q_f;      // kFlash: q as the dot sees it [n_q][head_dim] (+ decoded K/V rows, scalar)
-  std::vector<float> acc;      // kFlash: accumulators (F16 values held as f32) [n_q][head_dim]
+  std::vector<float> acc;      // kFlash: accumulators (F16 values held as f32) [rows][head_dim]
+  std::vector<float> state;    // kFlash, vector path: running max and sum per row [2][rows]
 };
 
 // How attention rounds, as llama.cpp's two CPU paths do (-fa off / on). Both give softmax(q.K^T * scale) . V.
@@ -45,6 +46,25 @@ void AttendHead(AttentionMode mode, const float* q, const KvRows& kv, int g, int
 void AttendGroup(AttentionMode mode, const float* q, int64_t q_stride, int n_q, const KvRows& kv, int g,
                  int head_dim, int32_t n_kv, float scale, float* out, int64_t out_stride,
                  AttentionScratch& scratch);
+
+// Several tokens of one slot against kv head `g`: token t's query head h at q + t * q_tok_stride + h * q_stride
+// sees the slot's cells [0, n_kv[t]), its output at out + t * out_tok_stride + h * out_stride.
+struct AttendBatch {
+  const float* q = nullptr;
+  int64_t q_tok_stride = 0;
+  int64_t q_stride = 0;
+  int n_q = 1;  // query heads per token sharing kv head g
+  int n_tok = 1;
+  const int32_t* n_kv = nullptr;  // [n_tok]
+  float* out = nullptr;
+  int64_t out_tok_stride = 0;
+  int64_t out_stride = 0;
+};
+
+// AttendGroup for every token of `a` in one call: the flash path reads each block of K/V rows once for
+// all the tokens (a prompt's tokens share its cells). Every result is bit-identical to AttendGroup's.
+void AttendTokens(AttentionMode mode, const AttendBatch& a, const KvRows& kv, int g, int head_dim, float scale,
+                  AttentionScratch& scratch);
 
 // The scalar definition of each mode (no vector helpers beyond the kernel table's dots), for tests.
 void AttendHeadReference(AttentionMode mode, const float* q, const KvRows& kv, int g, int head_dim,

@@ -104,6 +104,54 @@ TEST(Attention, GroupedFastPathBitIdenticalToDefinition) {
   }
 }
 
+// Several tokens at once (a prompt's tile): each token's heads exactly as AttendGroup gives them alone, for
+// tokens that see different numbers of cells (inside one key block, across blocks, a single cell).
+TEST(Attention, TokensTogetherBitIdenticalToOneByOne) {
+  std::mt19937 rng(7);
+  const int n_head_kv = 2, group = 2;
+  for (TensorType type : {TensorType::kF16, TensorType::kF32}) {
+    for (int head_dim : {8, 64, 128, 24}) {
+      const int32_t n_cells = 140;
+      const Cache c = MakeCache(type, n_head_kv, head_dim, n_cells, rng);
+      const std::vector<std::vector<int32_t>> cases = {
+          {1}, {1, 2, 3}, {31, 32, 33, 34}, {64, 65, 66, 67, 68, 69, 70, 71}, {100, 5, 140, 32, 33}, {17, 17}};
+      for (const std::vector<int32_t>& n_kv : cases) {
+        const int n_tok = static_cast<int>(n_kv.size());
+        const int64_t width = int64_t{n_head_kv} * group * head_dim;  // one token's query heads
+        std::normal_distribution<float> dist(0.0f, 1.0f);
+        std::vector<float> q(n_tok * width);
+        for (float& x : q) x = dist(rng);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+        for (AttentionMode mode : {AttentionMode::kFlash, AttentionMode::kStandard}) {
+          AttentionScratch s;
+          for (int g = 0; g < n_head_kv; ++g) {
+            std::vector<float> out(n_tok * width, -1.0f);
+            AttendBatch a;
+            a.q = q.data() + g * group * head_dim;
+            a.q_tok_stride = a.out_tok_stride = width;
+            a.q_stride = a.out_stride = head_dim;
+            a.n_q = group;
+            a.n_tok = n_tok;
+            a.n_kv = n_kv.data();
+            a.out = out.data() + g * group * head_dim;
+            AttendTokens(mode, a, c.rows, g, head_dim, scale, s);
+            for (int t = 0; t < n_tok; ++t) {
+              std::vector<float> alone(group * head_dim);
+              const int64_t off = t * width + g * group * head_dim;
+              AttendGroup(mode, q.data() + off, head_dim, group, c.rows, g, head_dim, n_kv[t], scale, alone.data(),
+                          head_dim, s);
+              for (int e = 0; e < group * head_dim; ++e) {
+                ASSERT_EQ(out[off + e], alone[e]) << TypeName(type) << " hd=" << head_dim << " token " << t
+                                                  << " n_kv=" << n_kv[t] << " g=" << g << " e=" << e;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // The online softmax must not overflow when scores grow along the sequence (each new max rescales).
 TEST(Attention, FlashHandlesGrowingScores) {
   const int head_dim = 16;
