@@ -25,13 +25,20 @@ constexpr int64_t kDecodeRows = 4;  // batches up to this size stream the weight
 // inside the noise (docs/bench.md).
 constexpr int64_t kPackMinRows = 16;
 
-// Weight rows per work chunk. Generation (m <= 4) streams weights from memory: ~32 KiB chunks keep the
-// queue short (one atomic per chunk) while leaving enough chunks to balance two threads. Prompt batches
-// reuse each chunk m / 4 times: <= 16 KiB keeps it in L1 next to the current activation tile.
-int64_t ChunkRows(size_t row_bytes, int64_t m, bool packed) {
-  const int64_t target = m <= kDecodeRows ? 32768 : 16384;
-  const int64_t rows = target / static_cast<int64_t>(std::max<size_t>(row_bytes, 1));
-  // Whole groups for a packed kernel; else an even count (the batch tiles take weight rows in pairs).
+// Weight rows per work chunk. Generation (m <= 4) streams the weights from memory: ~128 KiB chunks are long
+// sequential reads and few claims on the shared counter (tg +8-10% over 32 KiB chunks, docs/bench.md), and
+// every thread still gets at least kMinChunksPerThread chunks of a matrix to balance. Prompt batches reuse
+// each chunk m / 4 times: <= 16 KiB keeps it in L1 next to the current activation tile.
+constexpr int64_t kDecodeChunkBytes = 131072;
+constexpr int64_t kMinChunksPerThread = 4;
+int64_t ChunkRows(size_t row_bytes, int64_t m, bool packed, int64_t n_out, int n_threads) {
+  const int64_t rb = static_cast<int64_t>(std::max<size_t>(row_bytes, 1));
+  if (m <= kDecodeRows) {
+    const int64_t rows = std::min(kDecodeChunkBytes / rb, n_out / (kMinChunksPerThread * n_threads));
+    return std::max<int64_t>(rows, 4) & ~int64_t{1};  // an even count: the batch tiles take rows in pairs
+  }
+  const int64_t rows = 16384 / rb;
+  // Whole groups for a packed kernel; else an even count.
   if (packed) return std::clamp<int64_t>(rows, quant::kPackRows, 64) / quant::kPackRows * quant::kPackRows;
   return std::clamp<int64_t>(rows, 4, 64) & ~int64_t{1};
 }
@@ -146,7 +153,7 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
     if (m >= kPackMinRows && ks.packed[f].pack != nullptr) p.packed = &ks.packed[f];
     p.act = enc + act_offset[act_of[j]];
     p.act_row_bytes = RowBytes(act_types[act_of[j]], n_in);
-    p.chunk_rows = ChunkRows(p.w->row_bytes, m, p.packed != nullptr);
+    p.chunk_rows = ChunkRows(p.w->row_bytes, m, p.packed != nullptr, p.w->n_out, pool.n_threads());
     p.first_chunk = n_chunks;
     n_chunks += (p.w->n_out + p.chunk_rows - 1) / p.chunk_rows;
   }
