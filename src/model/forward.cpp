@@ -17,6 +17,9 @@ constexpr int64_t kRowGrain = 4;
 
 // Tokens of a prompt attended together: each block of a kv head's K/V rows is read once for all of them.
 constexpr int64_t kAttnTile = 8;
+// Attention tasks per thread, at least, when a task takes several kv heads (dynamic balance on a shared
+// machine).
+constexpr int64_t kMinAttnTasksPerThread = 2;
 
 void AddBias(float* y, const std::vector<float>& b, int64_t n_rows) {
   if (b.empty()) return;
@@ -160,9 +163,9 @@ void Forward::Layer(int il, const Batch& b) {
     }
   });
 
-  // 6. Attention, one task per (tile of up to kAttnTile tokens of one slot, kv head): the tile's tokens and
-  // the `group` query heads sharing the kv head read each block of its K/V rows once. A token at position
-  // p sees cells [0, p] of its slot.
+  // 6. Attention, one task per (tile of up to kAttnTile tokens of one slot, run of kv heads): the tile's
+  // tokens and the `group` query heads sharing a kv head read each block of its K/V rows once. A token at
+  // position p sees cells [0, p] of its slot.
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int group = hp.n_head / hp.n_head_kv;
   tiles_.clear();
@@ -170,17 +173,25 @@ void Forward::Layer(int il, const Batch& b) {
     if (tiles_.empty() || i - tiles_.back() == kAttnTile || b.slot[i] != b.slot[i - 1]) tiles_.push_back(i);
   }
   const int64_t n_tiles = static_cast<int64_t>(tiles_.size());
-  const int64_t n_tasks = n_tiles * hp.n_head_kv;
-  // Tasks are taken from a shared counter kv head by kv head, and within a head last tiles (the longest)
-  // first, so causal prompts balance and the tiles of a batch read one head's K/V rows while they are
-  // still in cache. At 16,384 held tokens a head's rows are 8 MiB, more than the cache: token by token,
-  // each token streamed them from memory; the tile reads them once per 8 tokens (pp16 3.6 -> 7.1 t/s).
+  // kv heads per task: as many as leave kMinAttnTasksPerThread tasks per thread. A task reads its heads'
+  // slices of each K/V row one after the other, so few tasks (generation) read long stretches of each row.
+  int heads = 1;
+  while (hp.n_head_kv % (2 * heads) == 0 &&
+         n_tiles * hp.n_head_kv / (2 * heads) >= kMinAttnTasksPerThread * pool_.n_threads()) {
+    heads *= 2;
+  }
+  const int64_t n_runs = hp.n_head_kv / heads;
+  const int64_t n_tasks = n_tiles * n_runs;
+  // Tasks are taken from a shared counter run of heads by run, and within a run last tiles (the longest)
+  // first, so causal prompts balance and the tiles of a batch read the run's K/V rows while they are still
+  // in cache. At 16,384 held tokens a kv head's rows are 8 MiB, more than the cache: token by token, each
+  // token streamed them from memory; the tile reads them once per 8 tokens (pp16 3.6 -> 7.1 t/s).
   std::atomic<int64_t> next{0};
   auto attend = [&](int ith, int) {
     AttentionScratch& scratch = attn_scratch_[ith];
     int32_t n_kv[kAttnTile];
     for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < n_tasks;) {
-      const int g = static_cast<int>(t / n_tiles);
+      const int g = static_cast<int>(t / n_tiles) * heads;
       const int64_t tile = n_tiles - 1 - t % n_tiles;
       const int64_t i0 = tiles_[tile], i1 = tile + 1 < n_tiles ? tiles_[tile + 1] : n;
       KvRows rows;
@@ -197,6 +208,7 @@ void Forward::Layer(int il, const Batch& b) {
       a.q_tok_stride = a.out_tok_stride = n_q;
       a.q_stride = a.out_stride = hd;
       a.n_q = group;
+      a.n_kv_heads = heads;
       a.n_tok = static_cast<int>(i1 - i0);
       a.n_kv = n_kv;
       a.out = attn_.data() + off;

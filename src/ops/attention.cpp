@@ -262,14 +262,17 @@ LS_TARGET_AVX2 void FlashBlockF16(const float* q, const uint8_t* const* k, const
   for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1>(v, nb, prob, acc, hd, d0);
 }
 
-// kFlash for n_tok tokens of one slot and the n_q heads of each that share kv head g, F16 K and V,
-// head_dim % 8 == 0. Keys go block by block, and each block serves every token that sees it: its K/V
-// rows come from memory once for all the tokens (the cost of a prompt at depth), then from cache. Each
-// token does exactly the blocks of keys, and the operations per block, that it does alone, and pairs of
-// heads share each row's F16 -> f32 conversion: every head's result equals FlashHeadScalar's.
+// kFlash for n_tok tokens of one slot, kv heads g .. g + n_kv_heads - 1 and the n_q query heads of each,
+// F16 K and V, head_dim % 8 == 0. Keys go block by block. Each block of a kv head serves every token that
+// sees it: its K/V rows come from memory once for all the tokens (the cost of a prompt at depth), then from
+// cache; and the kv heads take their slices of the block's rows one after the other, so a generated token
+// reads whole stretches of each row instead of one head's 256 bytes per row and task. Each token does
+// exactly the blocks of keys, and the operations per block, that it does alone, and pairs of query heads
+// share each row's F16 -> f32 conversion: every head's result equals FlashHeadScalar's.
 void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float scale, AttentionScratch& s) {
   const quant::KernelSet& ks = quant::ActiveKernels();
-  const size_t n_rows = static_cast<size_t>(a.n_tok) * a.n_q;  // row r: token r / n_q, head r % n_q
+  const int per_tok = a.n_kv_heads * a.n_q;  // query rows of a token, in the order of q
+  const size_t n_rows = static_cast<size_t>(a.n_tok) * per_tok;  // row r: token r / per_tok
   if (s.q_enc.size() < static_cast<size_t>(hd) * 2) s.q_enc.resize(static_cast<size_t>(hd) * 2);
   if (s.q_f.size() < n_rows * hd) s.q_f.resize(n_rows * hd);
   if (s.acc.size() < n_rows * hd) s.acc.resize(n_rows * hd);
@@ -279,9 +282,9 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
   int32_t n_kv_max = 0;
   for (int t = 0; t < a.n_tok; ++t) {
     n_kv_max = std::max(n_kv_max, a.n_kv[t]);
-    for (int h = 0; h < a.n_q; ++h) {
+    for (int h = 0; h < per_tok; ++h) {
       ks.quantize[quant::kF16](a.q + t * a.q_tok_stride + h * a.q_stride, qe, hd);
-      ks.dequantize[quant::kF16](qe, s.q_f.data() + (static_cast<size_t>(t) * a.n_q + h) * hd, hd);
+      ks.dequantize[quant::kF16](qe, s.q_f.data() + (static_cast<size_t>(t) * per_tok + h) * hd, hd);
     }
   }
   std::fill(s.acc.begin(), s.acc.begin() + n_rows * hd, 0.0f);
@@ -289,41 +292,43 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
   float* sum = m + n_rows;
   std::fill(m, m + n_rows, -INFINITY);
   std::fill(sum, sum + n_rows, 0.0f);
-  const uint8_t* kbase = kv.k + static_cast<size_t>(g) * hd * 2;
-  const uint8_t* vbase = kv.v + static_cast<size_t>(g) * hd * 2;
   const uint8_t* krows[kKeyBlock];
   const uint8_t* vrows[kKeyBlock];
   for (int32_t j0 = 0; j0 < n_kv_max; j0 += kKeyBlock) {
     const int nb_max = static_cast<int>(std::min<int32_t>(kKeyBlock, n_kv_max - j0));
-    for (int jj = 0; jj < nb_max; ++jj) {
-      krows[jj] = kbase + static_cast<size_t>(j0 + jj) * kv.k_row_bytes;
-      vrows[jj] = vbase + static_cast<size_t>(j0 + jj) * kv.v_row_bytes;
-    }
-    bool first = true;  // the first token to read a block prefetches for it and the next one
-    for (int t = 0; t < a.n_tok; ++t) {
-      if (a.n_kv[t] <= j0) continue;
-      const int nb = static_cast<int>(std::min<int32_t>(kKeyBlock, a.n_kv[t] - j0));
-      const int32_t ahead = first ? n_kv_max - j0 : 0;
-      first = false;
-      for (int h = 0; h < a.n_q;) {
-        const size_t r = static_cast<size_t>(t) * a.n_q + h;
-        const float* q = s.q_f.data() + r * hd;
-        float* acc = s.acc.data() + r * hd;
-        if (a.n_q - h >= 2) {
-          FlashBlockF16<2>(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc, s.scores.data(), m + r,
-                           sum + r);
-          h += 2;
-        } else {
-          FlashBlockF16<1>(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc, s.scores.data(), m + r,
-                           sum + r);
-          h += 1;
+    for (int i = 0; i < a.n_kv_heads; ++i) {
+      const uint8_t* kbase = kv.k + static_cast<size_t>(g + i) * hd * 2;
+      const uint8_t* vbase = kv.v + static_cast<size_t>(g + i) * hd * 2;
+      for (int jj = 0; jj < nb_max; ++jj) {
+        krows[jj] = kbase + static_cast<size_t>(j0 + jj) * kv.k_row_bytes;
+        vrows[jj] = vbase + static_cast<size_t>(j0 + jj) * kv.v_row_bytes;
+      }
+      bool first = true;  // the first token to read a block prefetches for it and the next one
+      for (int t = 0; t < a.n_tok; ++t) {
+        if (a.n_kv[t] <= j0) continue;
+        const int nb = static_cast<int>(std::min<int32_t>(kKeyBlock, a.n_kv[t] - j0));
+        const int32_t ahead = first ? n_kv_max - j0 : 0;
+        first = false;
+        for (int h = 0; h < a.n_q;) {
+          const size_t r = static_cast<size_t>(t) * per_tok + static_cast<size_t>(i) * a.n_q + h;
+          const float* q = s.q_f.data() + r * hd;
+          float* acc = s.acc.data() + r * hd;
+          if (a.n_q - h >= 2) {
+            FlashBlockF16<2>(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc, s.scores.data(),
+                             m + r, sum + r);
+            h += 2;
+          } else {
+            FlashBlockF16<1>(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc, s.scores.data(),
+                             m + r, sum + r);
+            h += 1;
+          }
         }
       }
     }
   }
   for (size_t r = 0; r < n_rows; ++r) {
     const float inv = 1.0f / sum[r];
-    const int t = static_cast<int>(r) / a.n_q, h = static_cast<int>(r) % a.n_q;
+    const int t = static_cast<int>(r) / per_tok, h = static_cast<int>(r) % per_tok;
     float* o = a.out + t * a.out_tok_stride + h * a.out_stride;
     const float* acc = s.acc.data() + r * hd;
     for (int d = 0; d < hd; ++d) o[d] = acc[d] * inv;
@@ -394,13 +399,13 @@ void AttendTokens(AttentionMode mode, const AttendBatch& a, const KvRows& kv, in
     return;
   }
   for (int t = 0; t < a.n_tok; ++t) {
-    for (int h = 0; h < a.n_q; ++h) {
+    for (int h = 0; h < a.n_kv_heads * a.n_q; ++h) {
       const float* q = a.q + t * a.q_tok_stride + h * a.q_stride;
       float* out = a.out + t * a.out_tok_stride + h * a.out_stride;
       if (mode == AttentionMode::kFlash) {
-        FlashHeadScalar(q, kv, g, head_dim, a.n_kv[t], scale, out, s);
+        FlashHeadScalar(q, kv, g + h / a.n_q, head_dim, a.n_kv[t], scale, out, s);
       } else {
-        StandardHead(q, kv, g, head_dim, a.n_kv[t], scale, out, s, true);
+        StandardHead(q, kv, g + h / a.n_q, head_dim, a.n_kv[t], scale, out, s, true);
       }
     }
   }

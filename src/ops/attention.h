@@ -47,13 +47,15 @@ void AttendGroup(AttentionMode mode, const float* q, int64_t q_stride, int n_q, 
                  int head_dim, int32_t n_kv, float scale, float* out, int64_t out_stride,
                  AttentionScratch& scratch);
 
-// Several tokens of one slot against kv head `g`: token t's query head h at q + t * q_tok_stride + h * q_stride
-// sees the slot's cells [0, n_kv[t]), its output at out + t * out_tok_stride + h * out_stride.
+// Several tokens of one slot against kv heads g .. g + n_kv_heads - 1: token t's query head h of kv head
+// g + i at q + t * q_tok_stride + (i * n_q + h) * q_stride sees the slot's cells [0, n_kv[t]), its output
+// at out + t * out_tok_stride + (i * n_q + h) * out_stride.
 struct AttendBatch {
   const float* q = nullptr;
   int64_t q_tok_stride = 0;
   int64_t q_stride = 0;
-  int n_q = 1;  // query heads per token sharing kv head g
+  int n_q = 1;  // query heads per token sharing a kv head
+  int n_kv_heads = 1;
   int n_tok = 1;
   const int32_t* n_kv = nullptr;  // [n_tok]
   float* out = nullptr;
@@ -61,8 +63,9 @@ struct AttendBatch {
   int64_t out_stride = 0;
 };
 
-// AttendGroup for every token of `a` in one call: the flash path reads each block of K/V rows once for
-// all the tokens (a prompt's tokens share its cells). Every result is bit-identical to AttendGroup's.
+// AttendGroup for every token and kv head of `a` in one call: the flash path reads each block of K/V rows
+// once for all the tokens (a prompt's tokens share its cells), and the kv heads' slices of a row one after
+// the other. Every result is bit-identical to AttendGroup's.
 void AttendTokens(AttentionMode mode, const AttendBatch& a, const KvRows& kv, int g, int head_dim, float scale,
                   AttentionScratch& scratch);
 

@@ -104,8 +104,9 @@ TEST(Attention, GroupedFastPathBitIdenticalToDefinition) {
   }
 }
 
-// Several tokens at once (a prompt's tile): each token's heads exactly as AttendGroup gives them alone, for
-// tokens that see different numbers of cells (inside one key block, across blocks, a single cell).
+// Several tokens at once (a prompt's tile), one kv head or two per call: each token's heads exactly as
+// AttendGroup gives them alone, for tokens that see different numbers of cells (inside one key block,
+// across blocks, a single cell).
 TEST(Attention, TokensTogetherBitIdenticalToOneByOne) {
   std::mt19937 rng(7);
   const int n_head_kv = 2, group = 2;
@@ -124,25 +125,32 @@ TEST(Attention, TokensTogetherBitIdenticalToOneByOne) {
         const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
         for (AttentionMode mode : {AttentionMode::kFlash, AttentionMode::kStandard}) {
           AttentionScratch s;
-          for (int g = 0; g < n_head_kv; ++g) {
+          // Each kv head alone (heads = 1), then both in one call (heads = 2).
+          for (int heads : {1, 2}) {
             std::vector<float> out(n_tok * width, -1.0f);
-            AttendBatch a;
-            a.q = q.data() + g * group * head_dim;
-            a.q_tok_stride = a.out_tok_stride = width;
-            a.q_stride = a.out_stride = head_dim;
-            a.n_q = group;
-            a.n_tok = n_tok;
-            a.n_kv = n_kv.data();
-            a.out = out.data() + g * group * head_dim;
-            AttendTokens(mode, a, c.rows, g, head_dim, scale, s);
-            for (int t = 0; t < n_tok; ++t) {
-              std::vector<float> alone(group * head_dim);
-              const int64_t off = t * width + g * group * head_dim;
-              AttendGroup(mode, q.data() + off, head_dim, group, c.rows, g, head_dim, n_kv[t], scale, alone.data(),
-                          head_dim, s);
-              for (int e = 0; e < group * head_dim; ++e) {
-                ASSERT_EQ(out[off + e], alone[e]) << TypeName(type) << " hd=" << head_dim << " token " << t
-                                                  << " n_kv=" << n_kv[t] << " g=" << g << " e=" << e;
+            for (int g = 0; g < n_head_kv; g += heads) {
+              AttendBatch a;
+              a.q = q.data() + g * group * head_dim;
+              a.q_tok_stride = a.out_tok_stride = width;
+              a.q_stride = a.out_stride = head_dim;
+              a.n_q = group;
+              a.n_kv_heads = heads;
+              a.n_tok = n_tok;
+              a.n_kv = n_kv.data();
+              a.out = out.data() + g * group * head_dim;
+              AttendTokens(mode, a, c.rows, g, head_dim, scale, s);
+            }
+            for (int g = 0; g < n_head_kv; ++g) {
+              for (int t = 0; t < n_tok; ++t) {
+                std::vector<float> alone(group * head_dim);
+                const int64_t off = t * width + g * group * head_dim;
+                AttendGroup(mode, q.data() + off, head_dim, group, c.rows, g, head_dim, n_kv[t], scale,
+                            alone.data(), head_dim, s);
+                for (int e = 0; e < group * head_dim; ++e) {
+                  ASSERT_EQ(out[off + e], alone[e]) << TypeName(type) << " hd=" << head_dim << " token " << t
+                                                    << " n_kv=" << n_kv[t] << " g=" << g << " heads=" << heads
+                                                    << " e=" << e;
+                }
               }
             }
           }
