@@ -185,7 +185,7 @@ void Forward::Layer(int il, const Batch& b) {
   // Tasks are taken from a shared counter run of heads by run, and within a run last tiles (the longest)
   // first, so causal prompts balance and the tiles of a batch read the run's K/V rows while they are still
   // in cache. At 16,384 held tokens a kv head's rows are 8 MiB, more than the cache: token by token, each
-  // token streamed them from memory; the tile reads them once per 8 tokens (pp16 3.6 -> 7.1 t/s).
+  // token streamed them from memory; the tile reads them once per 8 tokens (pp16 3.6-4.6 -> 7.0-7.1 t/s).
   std::atomic<int64_t> next{0};
   auto attend = [&](int ith, int) {
     AttentionScratch& scratch = attn_scratch_[ith];

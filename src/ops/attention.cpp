@@ -236,8 +236,8 @@ LS_TARGET_AVX2 inline void AccumulateF16(const uint8_t* const* v, int nb, const 
 // the block's first key, and for the block's V rows.
 template <int NQ>
 LS_TARGET_AVX2 void FlashBlockF16(const float* q, const uint8_t* const* k, const uint8_t* const* v, int nb,
-                                  size_t k_row_bytes, int32_t ahead, int hd, float scale, float* acc, float* sc,
-                                  float* m, float* sum) {
+                                  size_t k_row_bytes, int32_t ahead, int hd, float scale, float* acc,
+                                  float* sc, float* m, float* sum) {
   constexpr int kDC = 8;  // accumulator registers per head in the V pass (8: 6% faster than 4 for NQ = 2)
   float* prob = sc + NQ * kKeyBlock;
   int jj = 0;
@@ -271,8 +271,9 @@ LS_TARGET_AVX2 void FlashBlockF16(const float* q, const uint8_t* const* k, const
 // share each row's F16 -> f32 conversion: every head's result equals FlashHeadScalar's.
 void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float scale, AttentionScratch& s) {
   const quant::KernelSet& ks = quant::ActiveKernels();
-  const int per_tok = a.n_kv_heads * a.n_q;  // query rows of a token, in the order of q
-  const size_t n_rows = static_cast<size_t>(a.n_tok) * per_tok;  // row r: token r / per_tok
+  // Query rows: per_tok per token, in the order of q; row r belongs to token r / per_tok.
+  const int per_tok = a.n_kv_heads * a.n_q;
+  const size_t n_rows = static_cast<size_t>(a.n_tok) * per_tok;
   if (s.q_enc.size() < static_cast<size_t>(hd) * 2) s.q_enc.resize(static_cast<size_t>(hd) * 2);
   if (s.q_f.size() < n_rows * hd) s.q_f.resize(n_rows * hd);
   if (s.acc.size() < n_rows * hd) s.acc.resize(n_rows * hd);
@@ -391,8 +392,8 @@ void StandardHead(const float* q, const KvRows& kv, int g, int head_dim, int32_t
 
 }  // namespace
 
-void AttendTokens(AttentionMode mode, const AttendBatch& a, const KvRows& kv, int g, int head_dim, float scale,
-                  AttentionScratch& s) {
+void AttendTokens(AttentionMode mode, const AttendBatch& a, const KvRows& kv, int g, int head_dim,
+                  float scale, AttentionScratch& s) {
   if (mode == AttentionMode::kFlash && kv.type_k == TensorType::kF16 && kv.type_v == TensorType::kF16 &&
       head_dim % 8 == 0 && HaveF16Simd()) {
     FlashTokensF16(a, kv, g, head_dim, scale, s);

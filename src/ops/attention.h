@@ -25,7 +25,7 @@ struct AttentionScratch {
   std::vector<float> scores;   // [n_kv]
   std::vector<uint8_t> q_enc;  // q in the K dot type
   std::vector<float> v_row;    // decoded V slice (non-F16/F32 caches)
-  std::vector<float> q_f;      // kFlash: q as the dot sees it [n_q][head_dim] (+ decoded K/V rows, scalar)
+  std::vector<float> q_f;      // kFlash: q as the dot sees it [rows][head_dim] (+ decoded K/V rows, scalar)
   std::vector<float> acc;      // kFlash: accumulators (F16 values held as f32) [rows][head_dim]
   std::vector<float> state;    // kFlash, vector path: running max and sum per row [2][rows]
 };
@@ -66,8 +66,8 @@ struct AttendBatch {
 // AttendGroup for every token and kv head of `a` in one call: the flash path reads each block of K/V rows
 // once for all the tokens (a prompt's tokens share its cells), and the kv heads' slices of a row one after
 // the other. Every result is bit-identical to AttendGroup's.
-void AttendTokens(AttentionMode mode, const AttendBatch& a, const KvRows& kv, int g, int head_dim, float scale,
-                  AttentionScratch& scratch);
+void AttendTokens(AttentionMode mode, const AttendBatch& a, const KvRows& kv, int g, int head_dim,
+                  float scale, AttentionScratch& scratch);
 
 // The scalar definition of each mode (no vector helpers beyond the kernel table's dots), for tests.
 void AttendHeadReference(AttentionMode mode, const float* q, const KvRows& kv, int g, int head_dim,
