@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "ops/attention.h"
@@ -104,14 +105,14 @@ TEST(Attention, GroupedFastPathBitIdenticalToDefinition) {
   }
 }
 
-// Several tokens at once (a prompt's tile), one kv head or two per call: each token's heads exactly as
-// AttendGroup gives them alone, for tokens that see different numbers of cells (inside one key block,
-// across blocks, a single cell).
+// Several tokens at once (a prompt's tile), one kv head or two per call, 1-3 query heads per kv head: each
+// token's heads exactly as AttendGroup gives them alone, for tokens that see different numbers of cells
+// (inside one key block, across blocks, a single cell).
 TEST(Attention, TokensTogetherBitIdenticalToOneByOne) {
   std::mt19937 rng(7);
-  const int n_head_kv = 2, group = 2;
+  const int n_head_kv = 2;
   for (TensorType type : {TensorType::kF16, TensorType::kF32}) {
-    for (int head_dim : {8, 64, 128, 24}) {
+    for (auto [head_dim, group] : {std::pair{8, 2}, {64, 2}, {128, 2}, {24, 2}, {64, 3}, {16, 1}}) {
       const int32_t n_cells = 140;
       const Cache c = MakeCache(type, n_head_kv, head_dim, n_cells, rng);
       const std::vector<std::vector<int32_t>> cases = {
