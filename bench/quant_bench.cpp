@@ -1,6 +1,7 @@
 // Single-thread dot-product throughput of every kernel set on this CPU, in GB/s of weight bytes read:
-// a cache-resident matrix (~1M values) and a DRAM-sized one (~64M values), one activation row (generation)
-// and a 4-row tile (batched decoding). Then prompt-sized work as the matmul does it, in GMAC/s: a 24-row
+// a cache-resident matrix (~1M values) and a DRAM-sized one (~64M values), one activation row (generation,
+// through the tile as MatMul calls it)
+// and a 4-row tile (batched decoding). Then prompt-sized work as the matmul does it, in GMAC/s: a 48-row
 // chunk of weights against 512 activation rows, 8 at a time, through the plain tile and, where the set
 // has one, the packed kernel (packing included). Build: the `quant_bench` target; run: ./quant_bench
 // [--quick].
@@ -58,9 +59,9 @@ double Measure(const KernelSet& ks, const Case& c, int tile, double min_seconds)
   const double t0 = Seconds();
   for (int64_t pass = 0; Seconds() - t0 < min_seconds || pass < 3; ++pass) {
     const double p0 = Seconds();
-    if (tile == 1) {
+    if (tile == 1 && !ks.vec_dot_tile[f]) {
       for (int64_t r = 0; r < c.rows; ++r) out[r] = ks.vec_dot[f](w.data() + r * wbytes, x.data(), c.n);
-    } else if (ks.vec_dot_tile[f]) {
+    } else if (ks.vec_dot_tile[f]) {  // one activation row: the generation path (MatMul calls the tile)
       ks.vec_dot_tile[f](w.data(), wbytes, c.rows, x.data(), xbytes, tile, c.n, out.data(), c.rows);
     } else {
       VecDotTileGeneric(ks.vec_dot[f], w.data(), wbytes, c.rows, x.data(), xbytes, tile, c.n, out.data(),
@@ -92,20 +93,21 @@ double MeasureBatch(const KernelSet& ks, TensorType type, int64_t n, int64_t row
     QuantizeRow(at, row.data(), x.data() + i * xbytes, n);
   }
   const PackedKernel& pk = ks.packed[f];
-  std::vector<uint8_t> buf(packed ? pk.group_bytes(n) * (rows / kPackRows) : 0);
+  const int64_t groups = packed ? rows / pk.rows : 0;
+  std::vector<uint8_t> buf(packed ? pk.group_bytes(n) * groups : 0);
   std::vector<float> out(rows * batch);
   double best = 1e30;
   const double t0 = Seconds();
   for (int64_t pass = 0; Seconds() - t0 < min_seconds || pass < 3; ++pass) {
     const double p0 = Seconds();
     if (packed) {
-      for (int64_t g = 0; g < rows / kPackRows; ++g) {
-        pk.pack(w.data() + g * kPackRows * wbytes, wbytes, n, buf.data() + g * pk.group_bytes(n));
+      for (int64_t g = 0; g < groups; ++g) {
+        pk.pack(w.data() + g * pk.rows * wbytes, wbytes, n, buf.data() + g * pk.group_bytes(n));
       }
     }
     for (int64_t i = 0; i < batch; i += 8) {
       if (packed) {
-        pk.tile(buf.data(), rows / kPackRows, x.data() + i * xbytes, xbytes, 8, n, out.data() + i * rows,
+        pk.tile(buf.data(), groups, x.data() + i * xbytes, xbytes, 8, n, out.data() + i * rows,
                 rows);
       } else if (ks.vec_dot_tile[f]) {
         ks.vec_dot_tile[f](w.data(), wbytes, rows, x.data() + i * xbytes, xbytes, 8, n, out.data() + i * rows,
@@ -117,7 +119,8 @@ double MeasureBatch(const KernelSet& ks, TensorType type, int64_t n, int64_t row
     }
     best = std::min(best, Seconds() - p0);
   }
-  return static_cast<double>(rows * batch * n) / best / 1e9;
+  const int64_t done = packed ? groups * pk.rows : rows;
+  return static_cast<double>(done * batch * n) / best / 1e9;
 }
 
 }  // namespace
@@ -138,13 +141,13 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  std::printf("\n%-8s %-6s %18s %18s\n", "isa", "type", "24x512 tile GMAC/s", "packed GMAC/s");
+  std::printf("\n%-8s %-6s %18s %18s\n", "isa", "type", "48x512 tile GMAC/s", "packed GMAC/s");
   for (const KernelSet& ks : AvailableKernels()) {
     for (TensorType t : types) {
       const int64_t n = 1024;
-      const double tile = MeasureBatch(ks, t, n, 24, 512, false, secs);
+      const double tile = MeasureBatch(ks, t, n, 48, 512, false, secs);
       const bool has_packed = ks.packed[FormatIndex(t)].pack != nullptr;
-      const double packed = has_packed ? MeasureBatch(ks, t, n, 24, 512, true, secs) : 0;
+      const double packed = has_packed ? MeasureBatch(ks, t, n, 48, 512, true, secs) : 0;
       std::printf("%-8s %-6s %18.2f %18.2f\n", ks.name, TypeName(t), tile, packed);
       std::fflush(stdout);
     }

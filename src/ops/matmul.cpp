@@ -31,15 +31,15 @@ constexpr int64_t kPackMinRows = 16;
 // each chunk m / 4 times: <= 16 KiB keeps it in L1 next to the current activation tile.
 constexpr int64_t kDecodeChunkBytes = 131072;
 constexpr int64_t kMinChunksPerThread = 4;
-int64_t ChunkRows(size_t row_bytes, int64_t m, bool packed, int64_t n_out, int n_threads) {
+int64_t ChunkRows(size_t row_bytes, int64_t m, int pack_rows, int64_t n_out, int n_threads) {
   const int64_t rb = static_cast<int64_t>(std::max<size_t>(row_bytes, 1));
   if (m <= kDecodeRows) {
     const int64_t rows = std::min(kDecodeChunkBytes / rb, n_out / (kMinChunksPerThread * n_threads));
     return std::max<int64_t>(rows, 4) & ~int64_t{1};  // an even count: the batch tiles take rows in pairs
   }
   const int64_t rows = 16384 / rb;
-  // Whole groups for a packed kernel; else an even count.
-  if (packed) return std::clamp<int64_t>(rows, quant::kPackRows, 64) / quant::kPackRows * quant::kPackRows;
+  // Whole groups for a packed kernel (pack_rows > 0); else an even count.
+  if (pack_rows > 0) return std::clamp<int64_t>(rows, pack_rows, 64) / pack_rows * pack_rows;
   return std::clamp<int64_t>(rows, 4, 64) & ~int64_t{1};
 }
 
@@ -64,7 +64,7 @@ void RunPacked(const Plan& p, int64_t r0, int64_t groups, int64_t m) {
   if (buf.size() < static_cast<size_t>(groups) * group_bytes)
     buf.resize(static_cast<size_t>(groups) * group_bytes);
   for (int64_t g = 0; g < groups; ++g) {
-    p.packed->pack(w.row(r0 + g * quant::kPackRows), w.row_bytes, w.n_in, buf.data() + g * group_bytes);
+    p.packed->pack(w.row(r0 + g * p.packed->rows), w.row_bytes, w.n_in, buf.data() + g * group_bytes);
   }
   for (int64_t i0 = 0; i0 < m; i0 += kTileRows) {
     const int64_t nx = std::min(kTileRows, m - i0);
@@ -77,9 +77,9 @@ void RunPacked(const Plan& p, int64_t r0, int64_t groups, int64_t m) {
 void RunChunk(const Plan& p, int64_t r0, int64_t r1, int64_t m) {
   const WeightView& w = *p.w;
   if (p.packed) {
-    const int64_t groups = (r1 - r0) / quant::kPackRows;
+    const int64_t groups = (r1 - r0) / p.packed->rows;
     RunPacked(p, r0, groups, m);
-    r0 += groups * quant::kPackRows;  // a ragged tail of the matrix goes through the plain tile
+    r0 += groups * p.packed->rows;  // a ragged tail of the matrix goes through the plain tile
   }
   if (r0 >= r1) return;
   for (int64_t i0 = 0; i0 < m; i0 += kTileRows) {
@@ -153,7 +153,7 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
     if (m >= kPackMinRows && ks.packed[f].pack != nullptr) p.packed = &ks.packed[f];
     p.act = enc + act_offset[act_of[j]];
     p.act_row_bytes = RowBytes(act_types[act_of[j]], n_in);
-    p.chunk_rows = ChunkRows(p.w->row_bytes, m, p.packed != nullptr, p.w->n_out, pool.n_threads());
+    p.chunk_rows = ChunkRows(p.w->row_bytes, m, p.packed ? p.packed->rows : 0, p.w->n_out, pool.n_threads());
     p.first_chunk = n_chunks;
     n_chunks += (p.w->n_out + p.chunk_rows - 1) / p.chunk_rows;
   }

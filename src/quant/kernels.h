@@ -28,21 +28,24 @@ using VecDotFn = float (*)(const void* w, const void* x, int64_t n);
 using VecDotTileFn = void (*)(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride,
                               int64_t n_x, int64_t n, float* out, int64_t out_stride);
 
-// Interleaved weights for prompt-sized batches. A format with a packed kernel can rewrite kPackRows weight
-// rows (n values each) into one group of group_bytes(n) bytes whose layout lets one multiply instruction
-// serve several weight rows; the matmul packs a chunk of rows once and streams many activation rows by.
-// The packed tile gives the same results bit for bit as vec_dot on the unpacked rows.
+// Interleaved weights for prompt-sized batches. A format with a packed kernel can rewrite `rows` weight rows
+// (kPackRows = 8 in the AVX2 set, 16 in the AVX-512 one; n values each) into one group of group_bytes(n)
+// bytes whose layout lets one multiply instruction serve several weight rows; the matmul packs a chunk of
+// rows once and streams many activation rows by. The packed tile gives the same results bit for bit as
+// vec_dot on the unpacked rows.
 inline constexpr int kPackRows = 8;
-// Writes rows w, w + w_stride, ... (kPackRows of them) into `dst` (PackedKernel::group_bytes(n) bytes).
+inline constexpr int kMaxPackRows = 16;
+// Writes rows w, w + w_stride, ... (PackedKernel::rows of them) into `dst` (group_bytes(n) bytes).
 using PackFn = void (*)(const void* w, size_t w_stride, int64_t n, void* dst);
-// out[i * out_stride + g * kPackRows + r] = dot(row r of group g, activation row i) for g < n_groups,
-// r < kPackRows, i < n_x; groups are group_bytes(n) apart from `packed`.
+// out[i * out_stride + g * rows + r] = dot(row r of group g, activation row i) for g < n_groups,
+// r < rows, i < n_x; groups are group_bytes(n) apart from `packed`.
 using PackedTileFn = void (*)(const void* packed, int64_t n_groups, const void* x, size_t x_stride,
                               int64_t n_x, int64_t n, float* out, int64_t out_stride);
 struct PackedKernel {
   PackFn pack = nullptr;  // null: the format has no packed kernel in this set
   PackedTileFn tile = nullptr;
   size_t (*group_bytes)(int64_t n) = nullptr;
+  int rows = kPackRows;  // weight rows per group (<= kMaxPackRows)
 };
 
 struct KernelSet {
@@ -84,6 +87,7 @@ void FillAvx512Kernels(KernelSet* set, const CpuFeatures& cpu);
 void FillAvx2KQuantKernels(KernelSet* set);    // called by FillAvx2Kernels
 void FillAvx2PackedKernels(KernelSet* set);    // called by FillAvx2KQuantKernels
 void FillAvx512KQuantKernels(KernelSet* set);  // called by FillAvx512Kernels
+void FillAvx512PackedKernels(KernelSet* set);  // called by FillAvx512Kernels
 
 // Compares every entry of `set` with the scalar set on a few pseudo-random rows (exact for quantize and
 // dequantize, relative 1e-4 for dots). Empty string when all agree, else a description of the first mismatch.

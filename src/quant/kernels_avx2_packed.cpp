@@ -63,28 +63,6 @@ void PackHeader(const uint8_t* b, int r, Packed& p) {
   }
 }
 
-// dst[s] = 4-byte unit s of src[0], of src[1], ..., of src[7]: eight rows' 32-byte runs interleaved 4 bytes
-// at a time (an 8 x 8 transpose of 32-bit elements).
-LS_TARGET_AVX2 inline void Interleave8x32(const uint8_t* const* src, void* dst_bytes) {
-  __m256i r[8], t[8], u[8];
-  for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src[k]));
-  for (int k = 0; k < 8; k += 2) {  // t[k] = k0 k+1_0 k1 k+1_1 | k4 .. ; t[k + 1] = units 2, 3 | 6, 7
-    t[k] = _mm256_unpacklo_epi32(r[k], r[k + 1]);
-    t[k + 1] = _mm256_unpackhi_epi32(r[k], r[k + 1]);
-  }
-  for (int k = 0; k < 8; k += 4) {  // u[k + j] = unit j of rows k..k+3 | unit j + 4 of rows k..k+3
-    u[k] = _mm256_unpacklo_epi64(t[k], t[k + 2]);
-    u[k + 1] = _mm256_unpackhi_epi64(t[k], t[k + 2]);
-    u[k + 2] = _mm256_unpacklo_epi64(t[k + 1], t[k + 3]);
-    u[k + 3] = _mm256_unpackhi_epi64(t[k + 1], t[k + 3]);
-  }
-  __m256i* dst = static_cast<__m256i*>(dst_bytes);
-  for (int j = 0; j < 4; ++j) {
-    _mm256_storeu_si256(dst + j, _mm256_permute2x128_si256(u[j], u[4 + j], 0x20));
-    _mm256_storeu_si256(dst + 4 + j, _mm256_permute2x128_si256(u[j], u[4 + j], 0x31));
-  }
-}
-
 LS_TARGET_AVX2 void PackQ4_K(const void* w, size_t w_stride, int64_t n, void* dst) {
   const int64_t nb = n / kQK_K;
   PackedQ4Kx8* out = static_cast<PackedQ4Kx8*>(dst);
@@ -96,7 +74,7 @@ LS_TARGET_AVX2 void PackQ4_K(const void* w, size_t w_stride, int64_t n, void* ds
     for (int q = 0; q < 4; ++q) {
       const uint8_t* src[kPackRows];
       for (int r = 0; r < kPackRows; ++r) src[r] = rows[r][ib].qs + 32 * q;
-      Interleave8x32(src, p.qs[q]);
+      simd::Interleave8x32(src, p.qs[q]);
     }
   }
 }
@@ -296,7 +274,7 @@ LS_TARGET_AVX2 void Pack32(const void* w, size_t w_stride, int64_t n, void* dst)
         src[r] = nibbles[r];
       }
     }
-    Interleave8x32(src, out[ib].qs);
+    simd::Interleave8x32(src, out[ib].qs);
   }
 }
 

@@ -84,14 +84,14 @@ std::string SelfCheck(const KernelSet& set) {
     }
     const PackedKernel& pk = set.packed[f];
     if (pk.pack != nullptr) {
-      // One packed group of kPackRows copies of the row against 5 activation rows (one full pass of the
-      // kernel and a ragged one): every entry equals the single dot bit for bit.
-      std::vector<uint8_t> rows(kPackRows * bytes), group(pk.group_bytes(n)), x5(5 * x.size());
-      for (int r = 0; r < kPackRows; ++r) std::memcpy(rows.data() + r * bytes, a.data(), bytes);
+      // One packed group of copies of the row against 5 activation rows (one full pass of the kernel and a
+      // ragged one): every entry equals the single dot bit for bit.
+      std::vector<uint8_t> rows(pk.rows * bytes), group(pk.group_bytes(n)), x5(5 * x.size());
+      for (int r = 0; r < pk.rows; ++r) std::memcpy(rows.data() + r * bytes, a.data(), bytes);
       for (int i = 0; i < 5; ++i) std::memcpy(x5.data() + i * x.size(), x.data(), x.size());
       pk.pack(rows.data(), bytes, n, group.data());
-      float out[5 * kPackRows];
-      pk.tile(group.data(), 1, x5.data(), x.size(), 5, n, out, kPackRows);
+      std::vector<float> out(5 * pk.rows);
+      pk.tile(group.data(), 1, x5.data(), x.size(), 5, n, out.data(), pk.rows);
       for (float o : out) {
         if (std::memcmp(&o, &got, sizeof(float)) != 0) return Describe("packed tile", name, n);
       }

@@ -187,7 +187,7 @@ TEST(Kernels, DotsMatchScalarAndTilesMatchDots) {
   }
 }
 
-// Packed kernels (interleaved groups of kPackRows weight rows): every output bit-identical to the same set's
+// Packed kernels (interleaved groups of PackedKernel::rows weight rows): every output bit-identical to the same set's
 // single dot, for 1-3 groups, 1-9 activation rows (the kernel passes over 4 at a time), every row length,
 // misaligned source rows and activations; nothing written outside the n_x x (8 * groups) block.
 TEST(Kernels, PackedTilesMatchDots) {
@@ -201,7 +201,7 @@ TEST(Kernels, PackedTilesMatchDots) {
       const TensorType at = VecDotType(t);
       for (int64_t n : SizesFor(t)) {
         constexpr int kGroups = 3, kX = 9;
-        constexpr int kW = kGroups * kPackRows, kStride = kW + 3;
+        const int kW = kGroups * pk.rows, kStride = kW + 3;
         const size_t wbytes = RowBytes(t, n), xbytes = RowBytes(at, n);
         std::vector<uint8_t> w(kW * wbytes), x(kX * xbytes);
         // The last group and the last activation row are near-constant: the largest weight codes (15 for
@@ -209,7 +209,7 @@ TEST(Kernels, PackedTilesMatchDots) {
         // int16 sums.
         for (int r = 0; r < kW; ++r) {
           std::vector<float> v = RandomRow(n, 3000 + r + static_cast<uint32_t>(n), 0.05f);
-          if (r >= (kGroups - 1) * kPackRows) {
+          if (r >= (kGroups - 1) * pk.rows) {
             for (int64_t k = 0; k < n; ++k) v[k] = k % 32 == 0 ? -1.0f : 0.875f;
           }
           QuantizeRow(t, v.data(), w.data() + r * wbytes, n);
@@ -222,7 +222,7 @@ TEST(Kernels, PackedTilesMatchDots) {
         Misaligned wm(w.data(), w.size(), 5), xm(x.data(), x.size(), 3);
         std::vector<uint8_t> packed(kGroups * pk.group_bytes(n));
         for (int g = 0; g < kGroups; ++g) {
-          pk.pack(wm.data() + g * kPackRows * wbytes, wbytes, n, packed.data() + g * pk.group_bytes(n));
+          pk.pack(wm.data() + g * pk.rows * wbytes, wbytes, n, packed.data() + g * pk.group_bytes(n));
         }
         for (int groups = 1; groups <= kGroups; ++groups) {
           for (int nx = 1; nx <= kX; ++nx) {
@@ -230,7 +230,7 @@ TEST(Kernels, PackedTilesMatchDots) {
             pk.tile(packed.data(), groups, xm.data(), xbytes, nx, n, out.data(), kStride);
             for (int i = 0; i < kX; ++i) {
               for (int r = 0; r < kStride; ++r) {
-                if (i < nx && r < groups * kPackRows) {
+                if (i < nx && r < groups * pk.rows) {
                   const float want = s.vec_dot[f](w.data() + r * wbytes, x.data() + i * xbytes, n);
                   ASSERT_EQ(out[i * kStride + r], want)
                       << s.name << " packed " << TypeName(t) << " n=" << n << " row " << r << " x" << i;
@@ -246,6 +246,70 @@ TEST(Kernels, PackedTilesMatchDots) {
     }
   }
   if (checked == 0) std::printf("no kernel set on this CPU has a packed kernel: nothing to compare\n");
+}
+
+// The integer formats' SIMD kernels do the same exact integer sums and the same float operations in every
+// set, so an AVX-512 dot, tile or packed tile equals the AVX2 dot bit for bit: dispatch may then choose each
+// family from a different set (dispatch.cpp) without a batch ever changing a result. Runs wherever the CPU
+// has AVX-512 (and says so where it does not).
+TEST(Kernels, IntegerFormatsBitIdenticalAcrossSets) {
+  const std::vector<KernelSet> sets = AvailableKernels();
+  const KernelSet* base = nullptr;
+  for (const KernelSet& s : sets) {
+    if (s.isa == Isa::kAvx2) base = &s;
+  }
+  if (base == nullptr || sets.back().isa == Isa::kAvx2) {
+    std::printf("only %s kernels on this CPU: no second SIMD set to compare\n", sets.back().name);
+    return;
+  }
+  for (const KernelSet& s : sets) {
+    if (s.isa <= Isa::kAvx2) continue;
+    for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ5_K,
+                         TensorType::kQ6_K}) {
+      const int f = FormatIndex(t);
+      const TensorType at = VecDotType(t);
+      for (int64_t n : SizesFor(t)) {
+        constexpr int kW = 32, kX = 9;
+        const size_t wbytes = RowBytes(t, n), xbytes = RowBytes(at, n);
+        std::vector<uint8_t> w(kW * wbytes), x(kX * xbytes);
+        for (int r = 0; r < kW; ++r) {
+          QuantizeRow(t, RandomRow(n, 5000 + r + static_cast<uint32_t>(n), 0.05f).data(), w.data() + r * wbytes, n);
+        }
+        for (int i = 0; i < kX; ++i) {
+          std::vector<float> v = RandomRow(n, 6000 + i + static_cast<uint32_t>(n), 2.0f);
+          if (i == kX - 1) v.assign(n, -1.0f);
+          QuantizeRow(at, v.data(), x.data() + i * xbytes, n);
+        }
+        Misaligned wm(w.data(), w.size(), 3), xm(x.data(), x.size(), 1);
+        std::vector<float> want(kX * kW), tile(kX * kW, -1.0f);
+        for (int i = 0; i < kX; ++i) {
+          for (int r = 0; r < kW; ++r) {
+            want[i * kW + r] = base->vec_dot[f](w.data() + r * wbytes, x.data() + i * xbytes, n);
+            const float got = s.vec_dot[f](wm.data() + r * wbytes, xm.data() + i * xbytes, n);
+            ASSERT_EQ(got, want[i * kW + r]) << s.name << " dot " << TypeName(t) << " n=" << n;
+          }
+        }
+        for (int nx : {1, 2, 4, kX}) {
+          s.vec_dot_tile[f](wm.data(), wbytes, kW, xm.data(), xbytes, nx, n, tile.data(), kW);
+          for (int k = 0; k < nx * kW; ++k) {
+            ASSERT_EQ(tile[k], want[k]) << s.name << " tile " << TypeName(t) << " n=" << n << " nx=" << nx;
+          }
+        }
+        const PackedKernel& pk = s.packed[f];
+        if (pk.pack == nullptr) continue;
+        const int groups = kW / pk.rows;
+        std::vector<uint8_t> packed(groups * pk.group_bytes(n));
+        for (int g = 0; g < groups; ++g) {
+          pk.pack(wm.data() + g * pk.rows * wbytes, wbytes, n, packed.data() + g * pk.group_bytes(n));
+        }
+        std::vector<float> out(kX * kW, -1.0f);
+        pk.tile(packed.data(), groups, xm.data(), xbytes, kX, n, out.data(), kW);
+        for (int k = 0; k < kX * kW; ++k) {
+          ASSERT_EQ(out[k], want[k]) << s.name << " packed " << TypeName(t) << " n=" << n;
+        }
+      }
+    }
+  }
 }
 
 TEST(Kernels, PublicTileMatchesPublicDot) {
