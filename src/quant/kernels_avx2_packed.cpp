@@ -182,15 +182,6 @@ struct PackedQ6Kx8 {
 };
 static_assert(sizeof(PackedQ6Kx8) == 2848);
 
-// Value v (0..255) of a Q6_K block: values 128n + 32k + l take the low nibble (k < 2) or high nibble (k >= 2)
-// of ql[64n + 32(k & 1) + l] and bits 2k, 2k+1 of qh[32n + l] (FORMATS.md section 2).
-inline int Q6Value(const BlockQ6_K& b, int v) {
-  const int n = v / 128, k = (v % 128) / 32, l = v % 32;
-  const int lo = (b.ql[64 * n + 32 * (k & 1) + l] >> (k >= 2 ? 4 : 0)) & 15;
-  const int hi = (b.qh[32 * n + l] >> (2 * k)) & 3;
-  return lo | hi << 4;
-}
-
 void PackQ6_K(const void* w, size_t w_stride, int64_t n, void* dst) {
   const int64_t nb = n / kQK_K;
   PackedQ6Kx8* out = static_cast<PackedQ6Kx8*>(dst);

@@ -151,6 +151,274 @@ LS_TARGET_AVX512 void PackedTile32(const void* packed, int64_t n_groups, const v
   }
 }
 
+// ---- K-quants (Q8_K activations), 16 rows per group: each sub-block's (Q4_K, Q5_K: 32 values; Q6_K: 16)
+// exact sum of products comes from vpdpbusd, then one vpmulld by the rows' scales. The same exact integer
+// sums per block and the same FMAs as kernels_avx2_k.cpp's dots and kernels_avx2_packed.cpp's kernels.
+
+// One super-block (256 values) of 16 Q4_K or Q5_K rows.
+template <int kQBytes>
+struct PackedQ45Kx16 {
+  float d[kRows];          // row r's f16 super-scale, as float
+  float dmin[kRows];       // row r's f16 super-min, as float
+  int32_t sc[8][kRows];    // sub-block j: lane r = row r's 6-bit scale
+  int16_t mn[4][2 * kRows];  // sub-blocks 2p, 2p+1: lanes 2r, 2r+1 = row r's mins m_2p, m_2p+1
+  // Q4_K (kQBytes 32): [p][s], bytes 4r..4r+3 = row r's qs[32p + 4s .. + 3] (low nibbles: sub-block 2p,
+  // high: 2p + 1). Q5_K (kQBytes 64): [j][s], bytes 4r..4r+3 = row r's values 4s..4s+3 of sub-block j, whole.
+  uint8_t q[kQBytes / 8][8][64];
+};
+using PackedQ4Kx16 = PackedQ45Kx16<32>;
+using PackedQ5Kx16 = PackedQ45Kx16<64>;
+static_assert(sizeof(PackedQ4Kx16) == 2944 && sizeof(PackedQ5Kx16) == 4992);
+
+template <class Block>
+const Block* RowBlocks(const void* w, size_t w_stride, int r) {
+  return reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + static_cast<size_t>(r) * w_stride);
+}
+
+// d, dmin, scales and mins of Q4_K/Q5_K block `b` (same header layout) into row r's lanes.
+template <class Packed>
+void PackHeader16(const uint8_t* b, int r, Packed& p) {
+  uint16_t d, dmin;
+  std::memcpy(&d, b, 2);
+  std::memcpy(&dmin, b + 2, 2);
+  p.d[r] = F16ToF32(d);
+  p.dmin[r] = F16ToF32(dmin);
+  for (int j = 0; j < 8; ++j) {
+    int sc, m;
+    KScaleMin(b + 4, j, &sc, &m);
+    p.sc[j][r] = sc;
+    p.mn[j / 2][2 * r + (j & 1)] = static_cast<int16_t>(m);
+  }
+}
+
+// Sixteen rows' 32-byte runs interleaved 4 bytes at a time into 8 steps of 64 bytes.
+LS_TARGET_AVX512 inline void Interleave16x32(const uint8_t* const* src, uint8_t (*dst)[64]) {
+  alignas(32) uint8_t half[2][8][32];
+  simd::Interleave8x32(src, half[0]);
+  simd::Interleave8x32(src + 8, half[1]);
+  for (int s = 0; s < 8; ++s) {
+    std::memcpy(dst[s], half[0][s], 32);
+    std::memcpy(dst[s] + 32, half[1][s], 32);
+  }
+}
+
+LS_TARGET_AVX512 void PackQ4_K16(const void* w, size_t w_stride, int64_t n, void* dst) {
+  PackedQ4Kx16* out = static_cast<PackedQ4Kx16*>(dst);
+  for (int64_t ib = 0; ib < n / kQK_K; ++ib) {
+    PackedQ4Kx16& p = out[ib];
+    const uint8_t* src[kRows];
+    for (int r = 0; r < kRows; ++r) {
+      const BlockQ4_K& b = RowBlocks<BlockQ4_K>(w, w_stride, r)[ib];
+      PackHeader16(reinterpret_cast<const uint8_t*>(&b), r, p);
+    }
+    for (int q = 0; q < 4; ++q) {
+      for (int r = 0; r < kRows; ++r) src[r] = RowBlocks<BlockQ4_K>(w, w_stride, r)[ib].qs + 32 * q;
+      Interleave16x32(src, p.q[q]);
+    }
+  }
+}
+
+void PackQ5_K16(const void* w, size_t w_stride, int64_t n, void* dst) {
+  PackedQ5Kx16* out = static_cast<PackedQ5Kx16*>(dst);
+  for (int64_t ib = 0; ib < n / kQK_K; ++ib) {
+    PackedQ5Kx16& p = out[ib];
+    for (int r = 0; r < kRows; ++r) {
+      const BlockQ5_K& b = RowBlocks<BlockQ5_K>(w, w_stride, r)[ib];
+      PackHeader16(reinterpret_cast<const uint8_t*>(&b), r, p);
+      for (int j = 0; j < 8; ++j) {
+        for (int l = 0; l < 32; ++l) {
+          const int v = ((b.qs[32 * (j / 2) + l] >> (4 * (j & 1))) & 15) | ((b.qh[l] >> j) & 1) << 4;
+          p.q[j][l / 4][4 * r + l % 4] = static_cast<uint8_t>(v);
+        }
+      }
+    }
+  }
+}
+
+// Unsigned weights of sub-block j, step s (4 values of each of the 16 rows).
+LS_TARGET_AVX512 inline __m512i StepWeights(const PackedQ4Kx16& b, int j, int s) {
+  const __m512i bytes = _mm512_loadu_si512(b.q[j / 2][s]);
+  const __m512i m4 = _mm512_set1_epi8(15);
+  return (j & 1) ? _mm512_and_si512(_mm512_srli_epi16(bytes, 4), m4) : _mm512_and_si512(bytes, m4);
+}
+LS_TARGET_AVX512 inline __m512i StepWeights(const PackedQ5Kx16& b, int j, int s) {
+  return _mm512_loadu_si512(b.q[j][s]);
+}
+
+// Sub-block sums of one activation block, B_j = bsums[2j] + bsums[2j + 1] (|B_j| <= 32 * 128, exact as
+// int16), as 4 dwords (B_2p, B_2p+1) in a 128-bit register.
+LS_TARGET_AVX2 inline __m128i SubBlockSums(const BlockQ8_K& x) {
+  const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums)),
+                                        _mm256_set1_epi16(1));
+  return _mm_packs_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1));
+}
+
+
+// R activation rows against one Q4_K/Q5_K group: isum = sum_j sc_j * (q_j . x_j), msum = sum_j m_j * B_j,
+// exact per block, then acc += (dx * d) * isum - (dx * dmin) * msum.
+template <int R, class Packed>
+LS_TARGET_AVX512 void GroupRowsQ45(const Packed* w, const BlockQ8_K* const* x, int64_t nb, float* out,
+                                   int64_t out_stride) {
+  __m512 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    const Packed& b = w[ib];
+    __m512i isum[R];
+    for (int i = 0; i < R; ++i) isum[i] = _mm512_setzero_si512();
+    for (int j = 0; j < 8; ++j) {
+      __m512i s32[R];
+      for (int i = 0; i < R; ++i) s32[i] = _mm512_setzero_si512();
+      for (int s = 0; s < 8; ++s) {
+        const __m512i q = StepWeights(b, j, s);
+        for (int i = 0; i < R; ++i) {
+          s32[i] = _mm512_dpbusd_epi32(s32[i], q, Broadcast4(x[i][ib].qs + 32 * j + 4 * s));
+        }
+      }
+      const __m512i sc = _mm512_loadu_si512(b.sc[j]);
+      for (int i = 0; i < R; ++i) isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(s32[i], sc));
+    }
+    const __m512 d = _mm512_loadu_ps(b.d), dmin = _mm512_loadu_ps(b.dmin);
+    for (int i = 0; i < R; ++i) {
+      const __m512i bb = _mm512_castsi128_si512(SubBlockSums(x[i][ib]));
+      __m512i msum = _mm512_setzero_si512();
+      for (int p = 0; p < 4; ++p) {
+        msum = _mm512_dpwssd_epi32(msum, _mm512_loadu_si512(b.mn[p]),
+                                   _mm512_permutexvar_epi32(_mm512_set1_epi32(p), bb));
+      }
+      const __m512 dx = _mm512_set1_ps(x[i][ib].d);
+      acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(dx, d), _mm512_cvtepi32_ps(isum[i]), acc[i]);
+      acc[i] = _mm512_fnmadd_ps(_mm512_mul_ps(dx, dmin), _mm512_cvtepi32_ps(msum), acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) _mm512_storeu_ps(out + i * out_stride, acc[i]);
+}
+
+// ---- Q6_K: values 0..63 whole, a signed scale per 16 values, the -32 offset through the bsums.
+struct PackedQ6Kx16 {
+  float d[kRows];
+  int32_t sc[16][kRows];      // group g (values 16g..16g+15): lane r = row r's scale
+  int16_t scp[8][2 * kRows];  // groups 2p, 2p+1: lanes 2r, 2r+1 = row r's scales (for the offset)
+  uint8_t q[64][64];          // step s: bytes 4r..4r+3 = row r's values 4s..4s+3
+};
+static_assert(sizeof(PackedQ6Kx16) == 5696);
+
+void PackQ6_K16(const void* w, size_t w_stride, int64_t n, void* dst) {
+  PackedQ6Kx16* out = static_cast<PackedQ6Kx16*>(dst);
+  for (int64_t ib = 0; ib < n / kQK_K; ++ib) {
+    PackedQ6Kx16& p = out[ib];
+    for (int r = 0; r < kRows; ++r) {
+      const BlockQ6_K& b = RowBlocks<BlockQ6_K>(w, w_stride, r)[ib];
+      p.d[r] = F16ToF32(b.d);
+      for (int g = 0; g < 16; ++g) {
+        p.sc[g][r] = b.scales[g];
+        p.scp[g / 2][2 * r + (g & 1)] = b.scales[g];
+      }
+      for (int v = 0; v < kQK_K; ++v) p.q[v / 4][4 * r + v % 4] = static_cast<uint8_t>(Q6Value(b, v));
+    }
+  }
+}
+
+template <int R>
+LS_TARGET_AVX512 void GroupRowsQ6(const PackedQ6Kx16* w, const BlockQ8_K* const* x, int64_t nb, float* out,
+                                  int64_t out_stride) {
+  __m512 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    const PackedQ6Kx16& b = w[ib];
+    __m512i isum[R];
+    for (int i = 0; i < R; ++i) isum[i] = _mm512_setzero_si512();
+    for (int g = 0; g < 16; ++g) {
+      __m512i s32[R];
+      for (int i = 0; i < R; ++i) s32[i] = _mm512_setzero_si512();
+      for (int s = 4 * g; s < 4 * g + 4; ++s) {
+        const __m512i q = _mm512_loadu_si512(b.q[s]);
+        for (int i = 0; i < R; ++i) s32[i] = _mm512_dpbusd_epi32(s32[i], q, Broadcast4(x[i][ib].qs + 4 * s));
+      }
+      const __m512i sc = _mm512_loadu_si512(b.sc[g]);
+      for (int i = 0; i < R; ++i) isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(s32[i], sc));
+    }
+    const __m512 d = _mm512_loadu_ps(b.d);
+    for (int i = 0; i < R; ++i) {
+      // The -32 offset: 32 * sum_g sc_g * bsums_g per row, the group sums taken two at a time.
+      const int8_t* bs = reinterpret_cast<const int8_t*>(x[i][ib].bsums);
+      __m512i off = _mm512_setzero_si512();
+      for (int p = 0; p < 8; ++p) off = _mm512_dpwssd_epi32(off, _mm512_loadu_si512(b.scp[p]), Broadcast4(bs + 4 * p));
+      isum[i] = _mm512_sub_epi32(isum[i], _mm512_slli_epi32(off, 5));
+      acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(x[i][ib].d), d), _mm512_cvtepi32_ps(isum[i]), acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) _mm512_storeu_ps(out + i * out_stride, acc[i]);
+}
+
+// The K-quant driver: groups one after another, activation rows kRowsPerPassK at a time.
+constexpr int kRowsPerPassK = 8;
+
+template <class Packed, template <int> class Kernel>
+void PackedTileK(const void* packed, int64_t n_groups, const void* x, size_t x_stride, int64_t n_x, int64_t n,
+                 float* out, int64_t out_stride) {
+  const int64_t nb = n / kQK_K;
+  const uint8_t* xb = static_cast<const uint8_t*>(x);
+  for (int64_t g = 0; g < n_groups; ++g) {
+    const Packed* w = static_cast<const Packed*>(packed) + g * nb;
+    for (int64_t i = 0; i < n_x; i += kRowsPerPassK) {
+      const int rows = static_cast<int>(n_x - i < kRowsPerPassK ? n_x - i : kRowsPerPassK);
+      const BlockQ8_K* xs[kRowsPerPassK];
+      for (int k = 0; k < rows; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(xb + (i + k) * x_stride);
+      float* o = out + i * out_stride + g * kRows;
+      switch (rows) {
+        case 8:
+          Kernel<8>::Run(w, xs, nb, o, out_stride);
+          break;
+        case 7:
+          Kernel<7>::Run(w, xs, nb, o, out_stride);
+          break;
+        case 6:
+          Kernel<6>::Run(w, xs, nb, o, out_stride);
+          break;
+        case 5:
+          Kernel<5>::Run(w, xs, nb, o, out_stride);
+          break;
+        case 4:
+          Kernel<4>::Run(w, xs, nb, o, out_stride);
+          break;
+        case 3:
+          Kernel<3>::Run(w, xs, nb, o, out_stride);
+          break;
+        case 2:
+          Kernel<2>::Run(w, xs, nb, o, out_stride);
+          break;
+        default:
+          Kernel<1>::Run(w, xs, nb, o, out_stride);
+          break;
+      }
+    }
+  }
+}
+
+template <int R>
+struct Q4KRows {
+  static void Run(const PackedQ4Kx16* w, const BlockQ8_K* const* x, int64_t nb, float* o, int64_t s) {
+    GroupRowsQ45<R, PackedQ4Kx16>(w, x, nb, o, s);
+  }
+};
+template <int R>
+struct Q5KRows {
+  static void Run(const PackedQ5Kx16* w, const BlockQ8_K* const* x, int64_t nb, float* o, int64_t s) {
+    GroupRowsQ45<R, PackedQ5Kx16>(w, x, nb, o, s);
+  }
+};
+template <int R>
+struct Q6KRows {
+  static void Run(const PackedQ6Kx16* w, const BlockQ8_K* const* x, int64_t nb, float* o, int64_t s) {
+    GroupRowsQ6<R>(w, x, nb, o, s);
+  }
+};
+
+template <class Packed>
+size_t GroupBytesK(int64_t n) {
+  return static_cast<size_t>(n / kQK_K) * sizeof(Packed);
+}
+
 size_t GroupBytes32(int64_t n) { return static_cast<size_t>(n / kQK8_0) * sizeof(Packed32x16); }
 
 }  // namespace
@@ -158,6 +426,12 @@ size_t GroupBytes32(int64_t n) { return static_cast<size_t>(n / kQK8_0) * sizeof
 void FillAvx512PackedKernels(KernelSet* set) {
   set->packed[kQ8_0] = PackedKernel{Pack32x16<BlockQ8_0>, PackedTile32<BlockQ8_0>, GroupBytes32, kRows};
   set->packed[kQ4_0] = PackedKernel{Pack32x16<BlockQ4_0>, PackedTile32<BlockQ4_0>, GroupBytes32, kRows};
+  set->packed[kQ4_K] =
+      PackedKernel{PackQ4_K16, PackedTileK<PackedQ4Kx16, Q4KRows>, GroupBytesK<PackedQ4Kx16>, kRows};
+  set->packed[kQ5_K] =
+      PackedKernel{PackQ5_K16, PackedTileK<PackedQ5Kx16, Q5KRows>, GroupBytesK<PackedQ5Kx16>, kRows};
+  set->packed[kQ6_K] =
+      PackedKernel{PackQ6_K16, PackedTileK<PackedQ6Kx16, Q6KRows>, GroupBytesK<PackedQ6Kx16>, kRows};
 }
 
 }  // namespace lazyslot::quant
