@@ -20,19 +20,6 @@ LS_TARGET_AVX2 inline __m256i LoadQ(const int8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
-// The 8 six-bit scales and 8 mins of a Q4_K/Q5_K block as bytes sc0..sc7, m0..m7 of one register, from the
-// 12 packed bytes at s (FORMATS.md section 2; 16 bytes are read, the block continues past them). With
-// dwords a, b, c = bytes 0-3, 4-7, 8-11, byte by byte: sc0-3 = a & 63, m0-3 = b & 63,
-// sc4-7 = (c & 15) | (a >> 6) << 4, m4-7 = (c >> 4) | (b >> 6) << 4. All in vector registers.
-LS_TARGET_AVX2 inline __m128i UnpackKScales(const uint8_t* s) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));                     // a b c (junk)
-  const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x3f));                                   // sc0-3, m0-3
-  const __m128i cc = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0x0a), _mm_setr_epi32(0, 4, 0, 0));  // c, c >> 4
-  const __m128i hi = _mm_or_si128(_mm_and_si128(cc, _mm_set1_epi8(0x0f)),
-                                  _mm_and_si128(_mm_srli_epi32(v, 2), _mm_set1_epi8(0x30)));  // sc4-7, m4-7
-  return _mm_unpacklo_epi32(lo, hi);
-}
-
 // Byte-shuffle control that broadcasts int16 element j of each 128-bit lane to the whole lane.
 LS_TARGET_AVX2 inline __m256i BroadcastWordMask(int j) {
   return _mm256_set1_epi16(static_cast<short>((2 * j) | (2 * j + 1) << 8));
@@ -83,7 +70,7 @@ LS_TARGET_AVX2 inline float DotQ45KOne(const uint8_t* w, const BlockQ8_K* x, int
     const uint8_t* qs = kFive ? base + 48 : base + 16;
     const __m256i qh =
         kFive ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 16)) : _mm256_setzero_si256();
-    const __m128i sm = UnpackKScales(base + 4);
+    const __m128i sm = simd::UnpackKScales(base + 4);
     const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
     __m256i isum = _mm256_setzero_si256();
@@ -126,7 +113,7 @@ LS_TARGET_AVX2 inline void DotQ45KRows(const void* wv, const BlockQ8_K* const* x
     __builtin_memcpy(&dmin16, base + 2, 2);
     const uint8_t* qh = base + 16;
     const uint8_t* qs = kFive ? base + 48 : base + 16;
-    const __m128i sm = UnpackKScales(base + 4);
+    const __m128i sm = simd::UnpackKScales(base + 4);
     // Scales as int16 in both lanes (for per-j broadcasts); mins as int16 pairs m0 m0 m1 m1 ... m7 m7.
     const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));

@@ -312,6 +312,6 @@ void FillAvx512Kernels(KernelSet* set, const CpuFeatures& cpu) {
   FillAvx512KQuantKernels(set);
 }
 
-void FillAvx512KQuantKernels(KernelSet* set) {}  // K-quants keep their AVX2 kernels (see the file comment)
+
 
 }  // namespace lazyslot::quant

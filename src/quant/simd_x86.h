@@ -83,6 +83,19 @@ LS_TARGET_AVX2 inline __m256i RoundPackI8(__m256 a, __m256 b, __m256 c, __m256 d
   return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+// The 8 six-bit scales and 8 mins of a Q4_K/Q5_K block as bytes sc0..sc7, m0..m7 of one register, from the
+// 12 packed bytes at s (FORMATS.md section 2; 16 bytes are read, the block continues past them). With
+// dwords a, b, c = bytes 0-3, 4-7, 8-11, byte by byte: sc0-3 = a & 63, m0-3 = b & 63,
+// sc4-7 = (c & 15) | (a >> 6) << 4, m4-7 = (c >> 4) | (b >> 6) << 4. All in vector registers.
+LS_TARGET_AVX2 inline __m128i UnpackKScales(const uint8_t* s) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));                     // a b c (junk)
+  const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x3f));                                   // sc0-3, m0-3
+  const __m128i cc = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0x0a), _mm_setr_epi32(0, 4, 0, 0));  // c, c >> 4
+  const __m128i hi = _mm_or_si128(_mm_and_si128(cc, _mm_set1_epi8(0x0f)),
+                                  _mm_and_si128(_mm_srli_epi32(v, 2), _mm_set1_epi8(0x30)));  // sc4-7, m4-7
+  return _mm_unpacklo_epi32(lo, hi);
+}
+
 // dst[s] = 4-byte unit s of src[0], of src[1], ..., of src[7]: eight rows' 32-byte runs interleaved 4 bytes
 // at a time (an 8 x 8 transpose of 32-bit elements).
 LS_TARGET_AVX2 inline void Interleave8x32(const uint8_t* const* src, void* dst_bytes) {

@@ -1,0 +1,239 @@
+// AVX-512 dots of K-quant weights (Q4_K, Q5_K, Q6_K) with Q8_K activations, and their tiles: the generation
+// path. A whole super-block is decoded into 4 registers of 64 values; maddubs gives the int16 pair products
+// and vpdpwssd applies the sub-block scales (one word permute builds each register's scale vector), so a
+// block costs about two thirds of the AVX2 instructions (kernels_avx2_k.cpp). The integer sums per block are
+// the same exact integers and the float operations are the same, in the same order, as the AVX2 dots: both
+// sets give the same bits, and dispatch may take each family from either.
+// GCC 12 warns about its own AVX-512 headers (_mm512_undefined_* self-initialisation, GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "quant/blocks.h"
+#include "quant/kernels.h"
+#include "quant/simd_x86.h"
+
+namespace lazyslot::quant {
+namespace {
+
+using simd::HalfToFloat;
+using simd::HsumI32PairToFloat;
+
+// As kernels_avx2_k.cpp: K-quant lines are asked for 4 KiB ahead.
+constexpr int kPrefetchBytes = 4096;
+
+LS_TARGET_AVX512 inline __m512i Join(const int8_t* lo, const int8_t* hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo))),
+                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi)), 1);
+}
+
+// Word k of the result = word idx[k] of v, for a pattern (a in words 0-15, b in words 16-31).
+LS_TARGET_AVX512 inline __m512i WordPattern(int a, int b) {
+  return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(a)), _mm256_set1_epi16(static_cast<short>(b)), 1);
+}
+
+// A decoded Q4_K/Q5_K block: q[k] holds sub-blocks (k & 1) + 4 (k / 2) (bytes 0-31) and that + 2 (bytes
+// 32-63), unsigned; sc[k] their scales as int16 (words 0-15 and 16-31); mins as int16 pairs m0 m0 .. m7 m7.
+struct DecodedQ45 {
+  __m512i q[4];
+  __m512i sc[4];
+  __m256i mins;
+  float d, dmin;
+};
+
+// The sub-blocks of q[k]: (0, 2), (1, 3), (4, 6), (5, 7).
+constexpr int kSubA[4] = {0, 1, 4, 5};
+
+template <bool kFive>
+LS_TARGET_AVX512 inline DecodedQ45 DecodeQ45(const uint8_t* base) {
+  DecodedQ45 b;
+  uint16_t d16, dmin16;
+  __builtin_memcpy(&d16, base, 2);
+  __builtin_memcpy(&dmin16, base + 2, 2);
+  b.d = HalfToFloat(d16);
+  b.dmin = HalfToFloat(dmin16);
+  const uint8_t* qs = kFive ? base + 48 : base + 16;
+  const __m512i m4 = _mm512_set1_epi8(15);
+  for (int h = 0; h < 2; ++h) {
+    const __m512i v = _mm512_loadu_si512(qs + 64 * h);  // sub-blocks 4h..4h+3 in nibbles
+    b.q[2 * h] = _mm512_and_si512(v, m4);
+    b.q[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  }
+  if constexpr (kFive) {  // bit j of qh[l] is the fifth bit of value l of sub-block j
+    const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 16)));
+    const __m512i m10 = _mm512_set1_epi8(0x10);
+    const __m512i left0 = WordPattern(4, 2), left1 = WordPattern(3, 1);  // sub-blocks (0, 2), (1, 3)
+    const __m512i right2 = WordPattern(0, 2), right3 = WordPattern(1, 3);  // (4, 6), (5, 7)
+    b.q[0] = _mm512_or_si512(b.q[0], _mm512_and_si512(_mm512_sllv_epi16(qh, left0), m10));
+    b.q[1] = _mm512_or_si512(b.q[1], _mm512_and_si512(_mm512_sllv_epi16(qh, left1), m10));
+    b.q[2] = _mm512_or_si512(b.q[2], _mm512_and_si512(_mm512_srlv_epi16(qh, right2), m10));
+    b.q[3] = _mm512_or_si512(b.q[3], _mm512_and_si512(_mm512_srlv_epi16(qh, right3), m10));
+  }
+  const __m128i sm = simd::UnpackKScales(base + 4);  // sc0..sc7, m0..m7
+  const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm));
+  for (int k = 0; k < 4; ++k) b.sc[k] = _mm512_permutexvar_epi16(WordPattern(kSubA[k], kSubA[k] + 2), s16);
+  b.mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+  return b;
+}
+
+// isum = sum_j sc_j * (q_j . x_j) and msum = sum_j m_j * (bsums[2j] + bsums[2j+1]) of one block and one
+// activation row, then acc += (dx * d) * isum - (dx * dmin) * msum as the AVX2 dot does it.
+LS_TARGET_AVX512 inline float AccumulateQ45(const DecodedQ45& b, const BlockQ8_K& x, float acc) {
+  const int8_t* xq = x.qs;
+  __m512i isum = _mm512_setzero_si512();
+  for (int k = 0; k < 4; ++k) {
+    const int a = 32 * kSubA[k];  // x of sub-blocks a and a + 2
+    isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(b.q[k], Join(xq + a, xq + a + 64)), b.sc[k]);
+  }
+  const __m256i i8 = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
+  const __m256i msum = _mm256_madd_epi16(b.mins, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums)));
+  const __m128 sums = HsumI32PairToFloat(i8, msum);  // f32(isum), f32(msum): exact sums, one rounding each
+  acc = __builtin_fmaf(x.d * b.d, _mm_cvtss_f32(sums), acc);
+  return __builtin_fmaf(-(x.d * b.dmin), _mm_cvtss_f32(_mm_movehdup_ps(sums)), acc);
+}
+
+template <int R, bool kFive>
+LS_TARGET_AVX512 inline void DotQ45KRows(const uint8_t* w, const BlockQ8_K* const* x, int64_t nb, float* out) {
+  const size_t stride = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  float acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    const uint8_t* base = w + ib * stride;
+    for (size_t off = 0; off < stride; off += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(base) + kPrefetchBytes + off, _MM_HINT_T0);
+    }
+    const DecodedQ45 b = DecodeQ45<kFive>(base);
+    for (int r = 0; r < R; ++r) acc[r] = AccumulateQ45(b, x[r][ib], acc[r]);
+  }
+  for (int r = 0; r < R; ++r) out[r] = acc[r];
+}
+
+// ---- Q6_K: the values of 64 consecutive positions per register (q = lo | hi << 4, 0..63), so the
+// activations are read in place; scales per 16 values by word permutes; the -32 offset through the bsums.
+// Block sum = sum_g sc_g * (q_g . x_g) - 32 * sum_g sc_g * bsums_g (exact), then acc += (dx * d) * sum.
+LS_TARGET_AVX512 inline int32_t SumQ6(const BlockQ6_K& b, const BlockQ8_K& x, const __m512i* q,
+                                      const __m512i* sc, __m256i sc16) {
+  __m512i isum = _mm512_setzero_si512();
+  for (int m = 0; m < 4; ++m) {
+    const __m512i xq = _mm512_loadu_si512(x.qs + 64 * m);
+    isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(q[m], xq), sc[m]);
+  }
+  const __m256i off = _mm256_madd_epi16(sc16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums)));
+  const __m256i i8 = _mm256_sub_epi32(_mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1)),
+                                      _mm256_slli_epi32(off, 5));
+  return simd::HsumI32(i8);
+}
+
+template <int R>
+LS_TARGET_AVX512 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* const* x, int64_t nb, float* out) {
+  const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
+  // Per register of values 64m + (0..63) = (ql[32 * (m % 2) ..] nibble, qh bits 2k, 2k+1): see Q6Value.
+  const __m512i shl_lo = WordPattern(4, 2);  // values 128h + 0..31 take qh << 4, 32..63 take qh << 2
+  const __m512i shr_hi = WordPattern(0, 2);  // 64..95 take qh, 96..127 take qh >> 2
+  float acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    const BlockQ6_K& b = w[ib];
+    for (size_t off = 0; off < sizeof(BlockQ6_K); off += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBytes + off, _MM_HINT_T0);
+    }
+    __m512i q[4];
+    for (int h = 0; h < 2; ++h) {
+      const __m512i l = _mm512_loadu_si512(b.ql + 64 * h);
+      const __m512i hv = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
+      q[2 * h] = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_sllv_epi16(hv, shl_lo), m30));
+      q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                     _mm512_and_si512(_mm512_srlv_epi16(hv, shr_hi), m30));
+    }
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    const __m512i s = _mm512_castsi256_si512(sc16);
+    __m512i sc[4];  // register m: words 8g..8g+7 = sc[4m + g] (values 16 (4m + g) ..)
+    for (int m = 0; m < 4; ++m) {
+      const __m512i idx = _mm512_setr_epi32(
+          0x00010001 * (4 * m), 0x00010001 * (4 * m), 0x00010001 * (4 * m), 0x00010001 * (4 * m),
+          0x00010001 * (4 * m + 1), 0x00010001 * (4 * m + 1), 0x00010001 * (4 * m + 1), 0x00010001 * (4 * m + 1),
+          0x00010001 * (4 * m + 2), 0x00010001 * (4 * m + 2), 0x00010001 * (4 * m + 2), 0x00010001 * (4 * m + 2),
+          0x00010001 * (4 * m + 3), 0x00010001 * (4 * m + 3), 0x00010001 * (4 * m + 3), 0x00010001 * (4 * m + 3));
+      sc[m] = _mm512_permutexvar_epi16(idx, s);
+    }
+    const float dw = HalfToFloat(b.d);
+    for (int r = 0; r < R; ++r) {
+      const int32_t total = SumQ6(b, x[r][ib], q, sc, sc16);
+      acc[r] = __builtin_fmaf(x[r][ib].d * dw, static_cast<float>(total), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r] = acc[r];
+}
+
+template <int R>
+struct Q4KKernel {
+  LS_TARGET_AVX512 static void Run(const void* w, const BlockQ8_K* const* x, int64_t nb, float* out) {
+    DotQ45KRows<R, false>(static_cast<const uint8_t*>(w), x, nb, out);
+  }
+};
+template <int R>
+struct Q5KKernel {
+  LS_TARGET_AVX512 static void Run(const void* w, const BlockQ8_K* const* x, int64_t nb, float* out) {
+    DotQ45KRows<R, true>(static_cast<const uint8_t*>(w), x, nb, out);
+  }
+};
+template <int R>
+struct Q6KKernel {
+  LS_TARGET_AVX512 static void Run(const void* w, const BlockQ8_K* const* x, int64_t nb, float* out) {
+    DotQ6KRows<R>(static_cast<const BlockQ6_K*>(w), x, nb, out);
+  }
+};
+
+template <template <int> class Kernel>
+LS_TARGET_AVX512 float DotK(const void* w, const void* x, int64_t n) {
+  const BlockQ8_K* xs[1] = {static_cast<const BlockQ8_K*>(x)};
+  float out;
+  Kernel<1>::Run(w, xs, n / kQK_K, &out);
+  return out;
+}
+
+// Activation rows 4 at a time against each weight row; one activation row (generation) keeps the single-row
+// kernel inlined in the loop over weight rows.
+template <template <int> class Kernel>
+__attribute__((flatten)) LS_TARGET_AVX512 void TileK(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride,
+                                    int64_t n_x, int64_t n, float* out, int64_t out_stride) {
+  const uint8_t* wb = static_cast<const uint8_t*>(w);
+  const uint8_t* xb = static_cast<const uint8_t*>(x);
+  const int64_t nb = n / kQK_K;
+  for (int64_t i = 0; i < n_x; i += 4) {
+    const int rows = static_cast<int>(n_x - i < 4 ? n_x - i : 4);
+    const BlockQ8_K* xs[4];
+    for (int k = 0; k < rows; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(xb + (i + k) * x_stride);
+    for (int64_t r = 0; r < n_w; ++r) {
+      const void* wr = wb + r * w_stride;
+      float res[4];
+      switch (rows) {
+        case 4:
+          Kernel<4>::Run(wr, xs, nb, res);
+          break;
+        case 3:
+          Kernel<3>::Run(wr, xs, nb, res);
+          break;
+        case 2:
+          Kernel<2>::Run(wr, xs, nb, res);
+          break;
+        default:
+          Kernel<1>::Run(wr, xs, nb, res);
+          break;
+      }
+      for (int k = 0; k < rows; ++k) out[(i + k) * out_stride + r] = res[k];
+    }
+  }
+}
+
+}  // namespace
+
+void FillAvx512KQuantKernels(KernelSet* set) {
+  set->vec_dot[kQ4_K] = DotK<Q4KKernel>;
+  set->vec_dot[kQ5_K] = DotK<Q5KKernel>;
+  set->vec_dot[kQ6_K] = DotK<Q6KKernel>;
+  set->vec_dot_tile[kQ4_K] = TileK<Q4KKernel>;
+  set->vec_dot_tile[kQ5_K] = TileK<Q5KKernel>;
+  set->vec_dot_tile[kQ6_K] = TileK<Q6KKernel>;
+}
+
+}  // namespace lazyslot::quant
