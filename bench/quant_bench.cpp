@@ -59,9 +59,11 @@ double Measure(const KernelSet& ks, const Case& c, int tile, double min_seconds)
   const double t0 = Seconds();
   for (int64_t pass = 0; Seconds() - t0 < min_seconds || pass < 3; ++pass) {
     const double p0 = Seconds();
-    if (tile == 1 && !ks.vec_dot_tile[f]) {
+    if (tile == 1 && ks.gemv[f]) {  // one activation row: the generation path (MatMul calls the gemv)
+      ks.gemv[f](w.data(), wbytes, c.rows, x.data(), xbytes, 1, c.n, out.data(), c.rows);
+    } else if (tile == 1 && !ks.vec_dot_tile[f]) {
       for (int64_t r = 0; r < c.rows; ++r) out[r] = ks.vec_dot[f](w.data() + r * wbytes, x.data(), c.n);
-    } else if (ks.vec_dot_tile[f]) {  // one activation row: the generation path (MatMul calls the tile)
+    } else if (ks.vec_dot_tile[f]) {
       ks.vec_dot_tile[f](w.data(), wbytes, c.rows, x.data(), xbytes, tile, c.n, out.data(), c.rows);
     } else {
       VecDotTileGeneric(ks.vec_dot[f], w.data(), wbytes, c.rows, x.data(), xbytes, tile, c.n, out.data(),

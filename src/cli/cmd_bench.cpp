@@ -214,6 +214,8 @@ Status RunBench(const BenchOptions& o) {
   LS_RETURN_IF_ERROR(bench.Prompt(0, std::min(max_test, 32)).status());
   LS_RETURN_IF_ERROR(bench.Generate(0, 2).status());
 
+  progress.Clear();
+  std::printf("%s\n\n", quant::KernelChoices().c_str());
   std::printf("| %-20s | %12s | %10s | %-7s | %7s | %-15s | %18s |\n", "model", "size", "params", "backend",
               "threads", "test", "t/s");
   std::printf("| %s | %s: | %s: | %s | %s: | %s | %s: |\n", std::string(20, '-').c_str(),

@@ -2,7 +2,9 @@
 #include "model/model.h"
 
 #include <string>
+#include <vector>
 
+#include "core/log.h"
 #include "quant/quant.h"
 
 namespace lazyslot {
@@ -90,6 +92,16 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
   LS_ASSIGN_OR_RETURN(m->file_, gguf::File::Open(path));
   LS_RETURN_IF_ERROR(m->ReadHParams());
   LS_RETURN_IF_ERROR(m->BindWeights());
+  // Kernels by measurement on this model's matrices (the logits' and every layer's); the first model of a
+  // weight format chooses its kernels for the process (quant/select.cpp, < 100 ms), later ones reuse them.
+  std::vector<quant::MatrixShape> shapes;
+  auto add = [&shapes](const WeightView& w) { shapes.push_back({w.type, w.n_in, w.n_out}); };
+  add(m->output_);
+  for (const LayerWeights& l : m->layers_) {
+    for (const WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*w);
+  }
+  const std::string kernels = quant::SelectKernels(shapes);
+  LS_LOG_INFO("%s", kernels.c_str());
   return m;
 }
 

@@ -1,5 +1,6 @@
-// The one place that chooses kernels: detects the CPU once, builds the scalar/AVX2/AVX-512 tables, honours
-// LAZYSLOT_ISA, self-checks the chosen table, and implements the public quant.h functions on top of it.
+// Builds the kernel tables: detects the CPU once, builds the scalar/AVX2/AVX-512 sets, honours LAZYSLOT_ISA,
+// self-checks the starting active set, and implements the public quant.h functions on top of it. The
+// per-format choices by measurement that later refine the active set live in select.cpp.
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -46,6 +47,12 @@ KernelSet MakeScalarKernels() {
   return s;
 }
 
+// A set's generation entries: its tile serves one activation row too.
+KernelSet WithGemv(KernelSet s) {
+  for (int f = 0; f < kFormatCount; ++f) s.gemv[f] = s.vec_dot_tile[f];
+  return s;
+}
+
 std::vector<KernelSet> BuildAvailable() {
   const CpuFeatures cpu = DetectCpu();
   std::vector<KernelSet> sets;
@@ -55,15 +62,29 @@ std::vector<KernelSet> BuildAvailable() {
     s.isa = Isa::kAvx2;
     s.name = "avx2";
     FillAvx2Kernels(&s);
-    sets.push_back(s);
+    sets.push_back(WithGemv(s));
     if (cpu.avx512) {
       s.isa = Isa::kAvx512;
       s.name = "avx512";
       FillAvx512Kernels(&s, cpu);
-      sets.push_back(s);
+      sets.push_back(WithGemv(s));
     }
   }
   return sets;
+}
+
+bool ParseIsa(const char* env, Isa* out) {
+  if (!env) return false;
+  if (std::strcmp(env, "scalar") == 0) {
+    *out = Isa::kScalar;
+  } else if (std::strcmp(env, "avx2") == 0) {
+    *out = Isa::kAvx2;
+  } else if (std::strcmp(env, "avx512") == 0) {
+    *out = Isa::kAvx512;
+  } else {
+    return false;
+  }
+  return true;
 }
 
 // Picks the best set (or the one LAZYSLOT_ISA asks for) whose self-check passes.
@@ -98,13 +119,7 @@ const char* IsaName(Isa isa) {
 Isa ResolveIsa(const char* env, Isa best) {
   if (!env || !*env) return best;
   Isa asked;
-  if (std::strcmp(env, "scalar") == 0) {
-    asked = Isa::kScalar;
-  } else if (std::strcmp(env, "avx2") == 0) {
-    asked = Isa::kAvx2;
-  } else if (std::strcmp(env, "avx512") == 0) {
-    asked = Isa::kAvx512;
-  } else {
+  if (!ParseIsa(env, &asked)) {
     LS_LOG_WARN("LAZYSLOT_ISA='%s' is not one of scalar, avx2, avx512; ignored", env);
     return best;
   }
@@ -113,6 +128,13 @@ Isa ResolveIsa(const char* env, Isa best) {
     return best;
   }
   return asked;
+}
+
+bool ForcedIsa(const char* env, Isa best, Isa* level) {
+  Isa asked;
+  if (!ParseIsa(env, &asked)) return false;
+  *level = static_cast<int>(asked) > static_cast<int>(best) ? best : asked;
+  return true;
 }
 
 int FormatIndex(TensorType type) {
@@ -148,14 +170,16 @@ const KernelSet& ScalarKernels() {
 
 std::vector<KernelSet> AvailableKernels() { return BuildAvailable(); }
 
-const KernelSet& ActiveKernels() {
-  static const KernelSet set = [] {
+KernelSet& MutableActiveKernels() {
+  static KernelSet set = [] {
     KernelSet s = ChooseActive();
     LS_LOG_DEBUG("quant: using %s kernels", s.name);
     return s;
   }();
   return set;
 }
+
+const KernelSet& ActiveKernels() { return MutableActiveKernels(); }
 
 void VecDotTileGeneric(VecDotFn dot, const void* w, size_t w_stride, int64_t n_w, const void* x,
                        size_t x_stride, int64_t n_x, int64_t n, float* out, int64_t out_stride) {
@@ -206,7 +230,9 @@ void VecDotTile(TensorType weight_type, const void* w, size_t w_stride, int64_t 
   int f;
   const KernelSet& k = Kernels(weight_type, &f);
   LS_CHECK(k.vec_dot[f] != nullptr);
-  if (k.vec_dot_tile[f]) {
+  if (n_x == 1 && k.gemv[f]) {
+    k.gemv[f](w, w_stride, n_w, x, x_stride, n_x, n, out, out_stride);
+  } else if (k.vec_dot_tile[f]) {
     k.vec_dot_tile[f](w, w_stride, n_w, x, x_stride, n_x, n, out, out_stride);
   } else {
     VecDotTileGeneric(k.vec_dot[f], w, w_stride, n_w, x, x_stride, n_x, n, out, out_stride);

@@ -1,5 +1,6 @@
-// Kernel tables: one KernelSet per instruction-set level (scalar, AVX2, AVX-512), chosen once at start-up by
-// dispatch.cpp. Tests and benchmarks call every set the CPU supports directly through AvailableKernels().
+// Kernel tables: one KernelSet per instruction-set level (scalar, AVX2, AVX-512), built by dispatch.cpp; the
+// active set starts as the best level's and select.cpp installs measured choices per format into it. Tests
+// and benchmarks call every set the CPU supports directly through AvailableKernels().
 #pragma once
 
 #include <cstddef>
@@ -58,19 +59,33 @@ struct KernelSet {
   QuantizeFn quantize[kFormatCount] = {};
   VecDotFn vec_dot[kFormatCount] = {};           // indexed by the weight's format
   VecDotTileFn vec_dot_tile[kFormatCount] = {};  // null: the generic loop over vec_dot
-  PackedKernel packed[kFormatCount] = {};        // optional; never filled from the scalar set
+  // One activation row against n_w weight rows (generation, MatMul with m == 1); null: vec_dot_tile (or the
+  // generic loop). Every built set has gemv = vec_dot_tile; the selection may take it, with vec_dot, from
+  // another set than the tile, so the two generation entries always share their arithmetic.
+  VecDotTileFn gemv[kFormatCount] = {};
+  PackedKernel packed[kFormatCount] = {};  // optional; never filled from the scalar set
 };
 
 // The scalar reference set (always complete).
 const KernelSet& ScalarKernels();
 // Every set this CPU can run, scalar first, each completed with scalar entries where it has none.
 std::vector<KernelSet> AvailableKernels();
-// The set the public functions use: the best available, or the level LAZYSLOT_ISA=scalar|avx2|avx512 asks
-// for (capped at what the CPU supports; an unknown value logs a warning and is ignored).
+// The process-wide set the public functions and MatMul use. It starts as the best available set whose
+// SelfCheck passes, or the level LAZYSLOT_ISA=scalar|avx2|avx512 asks for (capped at what the CPU supports;
+// an unknown value logs a warning and is ignored); `isa` and `name` stay that level's. SelectKernels
+// (quant.h, select.cpp) then overwrites vec_dot, gemv, vec_dot_tile and packed of each format it selects,
+// once per process and format, at the format's first SelectKernels call (a model's load, before it runs): a
+// format already chosen is never changed again, so a running model never sees its kernels change. quantize
+// and dequantize are never changed. Entries are plain pointers: a format must not be used by a kernel call
+// while its first SelectKernels call runs (loading a model happens before that model computes).
 const KernelSet& ActiveKernels();
+// The same object, for select.cpp only (under its mutex).
+KernelSet& MutableActiveKernels();
 // The level ActiveKernels aims for: `best` when `env` (LAZYSLOT_ISA's value) is null or empty, else the level
 // it names capped at `best`; an unknown name logs a warning and gives `best`.
 Isa ResolveIsa(const char* env, Isa best);
+// True when `env` names a level (scalar, avx2, avx512; no warning otherwise); *level is it, capped at `best`.
+bool ForcedIsa(const char* env, Isa best, Isa* level);
 
 // What the CPU (and OS) can run, detected once with __builtin_cpu_supports.
 struct CpuFeatures {

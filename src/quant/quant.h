@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "gguf/tensor_type.h"
 
@@ -42,6 +44,24 @@ float VecDot(TensorType weight_type, const void* w, const void* x, int64_t n);
 // weights. Any n_w, n_x >= 0 are accepted; tiles of up to 4 activation rows are the fast case.
 void VecDotTile(TensorType weight_type, const void* w, size_t w_stride, int64_t n_w, const void* x,
                 size_t x_stride, int64_t n_x, int64_t n, float* out, int64_t out_stride);
+
+// A weight matrix a model multiplies by: n_out rows of n_in values of `type`.
+struct MatrixShape {
+  TensorType type;
+  int64_t n_in;
+  int64_t n_out;
+};
+
+// Dispatch by measurement (select.cpp). For each weight format of `shapes` not chosen before in this process,
+// checks every SIMD variant of each kernel family (the generation dot "gemv", the tile for 2..15 activation
+// rows, the packed prompt kernel) against the scalar reference on the format's own row lengths, times the
+// correct ones there, and installs the fastest into ActiveKernels(); a format chosen before keeps its
+// kernels. LAZYSLOT_ISA=scalar|avx2|avx512 forces a level instead (still checked, no timing). Returns one
+// line naming the choices of every format of `shapes`, with their figures and the selection's time, for the
+// log. Shapes of unsupported types or with rows that do not fit the type's blocks are ignored. Thread-safe.
+std::string SelectKernels(const std::vector<MatrixShape>& shapes);
+// The same kind of line for every format selected so far in this process (for `lazyslot bench`).
+std::string KernelChoices();
 
 // Scalar reference versions (never vectorized by hand); every fast kernel is tested against these.
 namespace ref {

@@ -1,23 +1,32 @@
 // Start-up self-check of a kernel table against the scalar reference (see SelfCheck in kernels.h). Costs well
-// under a millisecond; it guards against a SIMD path that was never run on the CPU it is dispatched to.
+// under a millisecond; it guards against a SIMD path that was never run on the CPU it is dispatched to. Also
+// the check rows and tolerance (check_rows.h) that the measured selection (select.cpp) checks variants with.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "quant/check_rows.h"
 #include "quant/kernels.h"
 
 namespace lazyslot::quant {
-namespace {
 
-constexpr TensorType kTypeOf[kFormatCount] = {
-    TensorType::kF32,  TensorType::kF16,  TensorType::kBF16, TensorType::kQ8_0, TensorType::kQ4_0,
-    TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kQ8_K,
-};
+TensorType FormatType(int f) {
+  static constexpr TensorType kTypeOf[kFormatCount] = {
+      TensorType::kF32,  TensorType::kF16,  TensorType::kBF16, TensorType::kQ8_0, TensorType::kQ4_0,
+      TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kQ8_K,
+  };
+  return kTypeOf[f];
+}
 
-// Deterministic values with varied magnitudes and signs, including exact zeros.
-std::vector<float> TestRow(int64_t n, uint32_t seed) {
+int DotActFormat(int f) {
+  if (f == kQ4_0 || f == kQ8_0) return kQ8_0;
+  if (f == kQ4_K || f == kQ5_K || f == kQ6_K) return kQ8_K;
+  return f;  // F32, F16, BF16 dot against their own encoding
+}
+
+std::vector<float> CheckRow(int64_t n, uint32_t seed) {
   std::vector<float> v(n);
   uint32_t s = seed * 2654435761u + 1;
   for (int64_t i = 0; i < n; ++i) {
@@ -27,6 +36,12 @@ std::vector<float> TestRow(int64_t n, uint32_t seed) {
   }
   return v;
 }
+
+bool DotWithinTolerance(float got, float want, double scale) {
+  return std::fabs(got - want) <= 1e-4 * scale + 1e-30;
+}
+
+namespace {
 
 std::string Describe(const char* what, const char* type, int64_t n) {
   char buf[128];
@@ -40,12 +55,12 @@ std::string Describe(const char* what, const char* type, int64_t n) {
 std::string SelfCheck(const KernelSet& set) {
   const KernelSet& ref = ScalarKernels();
   for (int f = 0; f < kFormatCount; ++f) {
-    const TypeTraits& tr = Traits(kTypeOf[f]);
+    const TypeTraits& tr = Traits(FormatType(f));
     const char* name = tr.name;
     // 7 blocks of 32 (odd count for 2-block kernels); 3 super-blocks for the K formats; ragged for plain.
     const int64_t n = tr.block_size == 1 ? 227 : (tr.block_size == 32 ? 224 : 768);
     const size_t bytes = static_cast<size_t>(n / tr.block_size) * tr.block_bytes;
-    const std::vector<float> xw = TestRow(n, 1 + f), xa = TestRow(n, 100 + f);
+    const std::vector<float> xw = CheckRow(n, 1 + f), xa = CheckRow(n, 100 + f);
     std::vector<uint8_t> a(bytes), b(bytes);
     set.quantize[f](xw.data(), a.data(), n);
     ref.quantize[f](xw.data(), b.data(), n);
@@ -56,10 +71,8 @@ std::string SelfCheck(const KernelSet& set) {
     if (std::memcmp(da.data(), db.data(), n * sizeof(float)) != 0) return Describe("dequantize", name, n);
     if (!ref.vec_dot[f]) continue;
     // Dot: weights `a` against activations encoded in the vec-dot format.
-    int act = f;
-    if (f == kQ4_0 || f == kQ8_0) act = kQ8_0;
-    if (f == kQ4_K || f == kQ5_K || f == kQ6_K) act = kQ8_K;
-    const TypeTraits& at = Traits(kTypeOf[act]);
+    const int act = DotActFormat(f);
+    const TypeTraits& at = Traits(FormatType(act));
     std::vector<uint8_t> x(static_cast<size_t>(n / at.block_size) * at.block_bytes);
     ref.quantize[act](xa.data(), x.data(), n);
     std::vector<float> dx(n);
@@ -68,7 +81,7 @@ std::string SelfCheck(const KernelSet& set) {
     for (int64_t i = 0; i < n; ++i) scale += std::fabs(static_cast<double>(db[i]) * dx[i]);
     const float got = set.vec_dot[f](a.data(), x.data(), n);
     const float want = ref.vec_dot[f](a.data(), x.data(), n);
-    if (!(std::fabs(got - want) <= 1e-4 * scale + 1e-30)) return Describe("vec_dot", name, n);
+    if (!DotWithinTolerance(got, want, scale)) return Describe("vec_dot", name, n);
     if (set.vec_dot_tile[f]) {
       // Tile of 2 identical weight rows x 3 activation rows: every entry equals the single dot bit for bit.
       std::vector<uint8_t> w2(2 * bytes);

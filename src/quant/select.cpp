@@ -1,0 +1,495 @@
+// Dispatch by measurement: for each weight format a model uses, every SIMD variant of its three kernel
+// families (gemv: the generation dot with its vec_dot; tile: 2..15 activation rows; packed: prompt batches)
+// is checked on the model's own row lengths, the correct ones are timed there, and the fastest is installed
+// into the active set. Integer formats' variants give the same bits in every SIMD set, so the families may
+// come from different sets; the tile and packed variants must equal the chosen gemv bit for bit (batch
+// invariance).
+#include "quant/select.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "quant/check_rows.h"
+
+namespace lazyslot::quant {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double SecondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+constexpr int kCheckRows = 16;         // weight rows of a check: whole groups of every PackedKernel::rows
+constexpr int kCheckActs = 8;          // activation rows of a check (and of the timed packed calls)
+constexpr int kGemvActs = 2;           // activation rows the gemv is checked with, one call each
+constexpr size_t kTimeBytes = 131072;  // weight bytes of a timed matrix (a decode chunk of MatMul)
+constexpr int kTileActs = 4;           // activation rows of a timed tile call
+constexpr int kPackedCalls = 16;       // timed packed tile calls of kCheckActs rows after one pack
+constexpr int kMinRounds = 3;          // timed passes per variant and row length, at least
+constexpr int kMaxRounds = 1000;
+constexpr int64_t kMaxRowLength = int64_t{1} << 20;  // longer rows are not selected (their buffers get big)
+// A variant must beat one of a higher set by this fraction to win: the float formats' variants round
+// differently, so near ties should not flip a process's numerics from run to run on noise.
+constexpr double kTieMargin = 0.02;
+
+enum class Family { kGemv, kTile, kPacked };
+const char* FamilyName(Family fam) {
+  return fam == Family::kGemv ? "gemv" : (fam == Family::kTile ? "tile" : "packed");
+}
+
+// One candidate of a family. gemv: dot + tile (null tile: the generic loop over dot); tile: tile (null: the
+// generic loop over the chosen gemv's dot); packed: pk.
+struct Variant {
+  const char* name = "";
+  VecDotFn dot = nullptr;
+  VecDotTileFn tile = nullptr;
+  PackedKernel pk;
+  std::string failure;  // empty: passed every check
+  double seconds = 0;   // model-weighted time (see TimeVariants)
+  double figure = 0;    // GB/s (gemv) or GMAC/s (tile, packed)
+};
+
+bool SameVariant(Family fam, const Variant& a, const Variant& b) {
+  if (fam == Family::kGemv) return a.dot == b.dot && a.tile == b.tile;
+  if (fam == Family::kTile) return a.tile == b.tile;
+  return a.pk.pack == b.pk.pack && a.pk.tile == b.pk.tile && a.pk.group_bytes == b.pk.group_bytes &&
+         a.pk.rows == b.pk.rows;
+}
+
+// The distinct variants of a family among `simd` (in its order), each named by the first set that has it.
+std::vector<Variant> Collect(Family fam, int f, const std::vector<const KernelSet*>& simd) {
+  std::vector<Variant> out;
+  for (const KernelSet* s : simd) {
+    Variant v;
+    v.name = s->name;
+    if (fam == Family::kGemv) {
+      if (!s->vec_dot[f]) continue;
+      v.dot = s->vec_dot[f];
+      v.tile = s->gemv[f];
+    } else if (fam == Family::kTile) {
+      v.tile = s->vec_dot_tile[f];
+      if (!v.tile) v.name = "generic";
+    } else {
+      if (!s->packed[f].pack || !s->packed[f].tile || !s->packed[f].group_bytes) continue;
+      v.pk = s->packed[f];
+    }
+    bool seen = false;
+    for (const Variant& o : out) seen = seen || SameVariant(fam, o, v);
+    if (!seen) out.push_back(v);
+  }
+  return out;
+}
+
+// The rows one (format, row length) is checked and timed on.
+struct RowData {
+  int64_t n = 0;
+  size_t wb = 0, xb = 0;      // bytes of a weight row, of an activation row
+  double weight = 0;          // the model's rows of this length (sum of n_out)
+  std::vector<uint8_t> w;     // kCheckRows weight rows, scalar-quantized
+  std::vector<uint8_t> x;     // kCheckActs activation rows in the dot's format
+  std::vector<float> ref;     // scalar dots [i * kCheckRows + r] for i < kGemvActs
+  std::vector<double> scale;  // sum |w * x| of the same pairs
+  std::vector<float> want;    // the chosen gemv's dots [i * kCheckRows + r] for i < kCheckActs
+  int64_t rows = 0;           // rows of the timed matrix (a multiple of kCheckRows)
+  std::vector<uint8_t> mat;   // the timed matrix: the check rows repeated
+};
+
+RowData MakeRows(int f, int64_t n, double weight) {
+  const KernelSet& ref = ScalarKernels();
+  const int act = DotActFormat(f);
+  RowData d;
+  d.n = n;
+  d.weight = weight;
+  d.wb = RowBytes(FormatType(f), n);
+  d.xb = RowBytes(FormatType(act), n);
+  d.w.resize(kCheckRows * d.wb);
+  d.x.resize(kCheckActs * d.xb);
+  std::vector<float> dw(static_cast<size_t>(kCheckRows) * n), dx(static_cast<size_t>(kGemvActs) * n);
+  for (int r = 0; r < kCheckRows; ++r) {
+    const std::vector<float> v = CheckRow(n, 1000 + 17 * f + r);
+    ref.quantize[f](v.data(), d.w.data() + r * d.wb, n);
+    ref.dequantize[f](d.w.data() + r * d.wb, dw.data() + r * n, n);
+  }
+  for (int i = 0; i < kCheckActs; ++i) {
+    const std::vector<float> v = CheckRow(n, 5000 + 17 * f + i);
+    ref.quantize[act](v.data(), d.x.data() + i * d.xb, n);
+    if (i < kGemvActs) ref.dequantize[act](d.x.data() + i * d.xb, dx.data() + i * n, n);
+  }
+  for (int i = 0; i < kGemvActs; ++i) {
+    for (int r = 0; r < kCheckRows; ++r) {
+      d.ref.push_back(ref.vec_dot[f](d.w.data() + r * d.wb, d.x.data() + i * d.xb, n));
+      double s = 0;
+      for (int64_t k = 0; k < n; ++k) s += std::fabs(static_cast<double>(dw[r * n + k]) * dx[i * n + k]);
+      d.scale.push_back(s);
+    }
+  }
+  d.rows = std::max<int64_t>(1, static_cast<int64_t>(kTimeBytes / d.wb) / kCheckRows) * kCheckRows;
+  d.mat.resize(static_cast<size_t>(d.rows) * d.wb);
+  for (int64_t g = 0; g < d.rows / kCheckRows; ++g) {
+    std::memcpy(d.mat.data() + g * kCheckRows * d.wb, d.w.data(), d.w.size());
+  }
+  return d;
+}
+
+bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
+
+std::string Failure(const char* what, int f, int64_t n, const char* how) {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "%s of %s n=%lld %s", what, TypeName(FormatType(f)),
+                static_cast<long long>(n), how);
+  return buf;
+}
+
+void RunTile(VecDotTileFn tile, VecDotFn dot, const void* w, size_t wb, int64_t n_w, const void* x, size_t xb,
+             int64_t n_x, int64_t n, float* out, int64_t ldo) {
+  if (tile) {
+    tile(w, wb, n_w, x, xb, n_x, n, out, ldo);
+  } else {
+    VecDotTileGeneric(dot, w, wb, n_w, x, xb, n_x, n, out, ldo);
+  }
+}
+
+// gemv: each gemv result equals its own vec_dot bit for bit, and that dot the scalar one within tolerance.
+std::string CheckGemv(int f, const Variant& v, const RowData& d) {
+  float out[kCheckRows];
+  for (int i = 0; i < kGemvActs; ++i) {
+    const uint8_t* x = d.x.data() + i * d.xb;
+    RunTile(v.tile, v.dot, d.w.data(), d.wb, kCheckRows, x, d.xb, 1, d.n, out, kCheckRows);
+    for (int r = 0; r < kCheckRows; ++r) {
+      const float dot = v.dot(d.w.data() + r * d.wb, x, d.n);
+      if (!SameBits(out[r], dot)) return Failure("gemv", f, d.n, "differs from its vec_dot");
+      const int k = i * kCheckRows + r;
+      if (!DotWithinTolerance(dot, d.ref[k], d.scale[k]))
+        return Failure("vec_dot", f, d.n, "differs from scalar");
+    }
+  }
+  return "";
+}
+
+// tile and packed: every result equals the chosen gemv's dot bit for bit, for a full call of kCheckActs
+// activation rows and a ragged one of 5 (rows 3..7).
+std::string CheckBatch(Family fam, int f, const Variant& v, VecDotFn dot, const RowData& d) {
+  std::vector<float> out(kCheckActs * kCheckRows);
+  std::vector<uint8_t> packed;
+  int groups = 0;
+  if (fam == Family::kPacked) {
+    if (v.pk.rows <= 0 || v.pk.rows > kMaxPackRows || kCheckRows % v.pk.rows != 0) {
+      return Failure("packed kernel", f, d.n, "has an unsupported group height");
+    }
+    groups = kCheckRows / v.pk.rows;
+    const size_t gb = v.pk.group_bytes(d.n);
+    packed.resize(groups * gb);
+    for (int g = 0; g < groups; ++g)
+      v.pk.pack(d.w.data() + g * v.pk.rows * d.wb, d.wb, d.n, packed.data() + g * gb);
+  }
+  for (int first : {0, 3}) {
+    const int n_x = kCheckActs - first;
+    std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+    const uint8_t* x = d.x.data() + first * d.xb;
+    if (fam == Family::kPacked) {
+      v.pk.tile(packed.data(), groups, x, d.xb, n_x, d.n, out.data(), kCheckRows);
+    } else {
+      RunTile(v.tile, dot, d.w.data(), d.wb, kCheckRows, x, d.xb, n_x, d.n, out.data(), kCheckRows);
+    }
+    for (int i = 0; i < n_x; ++i) {
+      for (int r = 0; r < kCheckRows; ++r) {
+        if (!SameBits(out[i * kCheckRows + r], d.want[(first + i) * kCheckRows + r])) {
+          return Failure(fam == Family::kPacked ? "packed tile" : "tile", f, d.n, "differs from the gemv");
+        }
+      }
+    }
+  }
+  return "";
+}
+
+// One timed pass of a variant over the matrix of `d`; returns its seconds.
+double TimePass(Family fam, const Variant& v, VecDotFn dot, const RowData& d, std::vector<uint8_t>& buf,
+                std::vector<float>& out) {
+  const Clock::time_point t0 = Clock::now();
+  if (fam == Family::kGemv) {
+    RunTile(v.tile, v.dot, d.mat.data(), d.wb, d.rows, d.x.data(), d.xb, 1, d.n, out.data(), d.rows);
+  } else if (fam == Family::kTile) {
+    RunTile(v.tile, dot, d.mat.data(), d.wb, d.rows, d.x.data(), d.xb, kTileActs, d.n, out.data(), d.rows);
+  } else {
+    const int64_t groups = d.rows / v.pk.rows;
+    const size_t gb = v.pk.group_bytes(d.n);
+    for (int64_t g = 0; g < groups; ++g) {
+      v.pk.pack(d.mat.data() + g * v.pk.rows * d.wb, d.wb, d.n, buf.data() + g * gb);
+    }
+    for (int c = 0; c < kPackedCalls; ++c) {
+      v.pk.tile(buf.data(), groups, d.x.data(), d.xb, kCheckActs, d.n, out.data(), d.rows);
+    }
+  }
+  return SecondsSince(t0);
+}
+
+// Times the passing variants in rounds (each round one pass of each variant at each row length, so a clock
+// change or a neighbour's burst hits them alike), keeps each one's best pass per row length, and weights the
+// row lengths by the model's rows: v.seconds estimates the family's time over the whole model.
+void TimeVariants(Family fam, std::vector<Variant*>& live, VecDotFn dot, const std::vector<RowData>& data,
+                  double budget_ms) {
+  if (live.empty()) return;
+  std::vector<double> best(live.size() * data.size(), std::numeric_limits<double>::infinity());
+  size_t buf_bytes = 0, out_floats = 0;
+  for (const RowData& d : data) {
+    out_floats = std::max(out_floats, static_cast<size_t>(kCheckActs * d.rows));
+    for (const Variant* v : live) {
+      if (fam == Family::kPacked) {
+        buf_bytes = std::max(buf_bytes, d.rows / v->pk.rows * v->pk.group_bytes(d.n));
+      }
+    }
+  }
+  std::vector<uint8_t> buf(buf_bytes);
+  std::vector<float> out(out_floats);
+  const Clock::time_point t0 = Clock::now();
+  const double budget = budget_ms * 1e-3 * static_cast<double>(live.size());
+  for (int round = 0; round < kMinRounds || (round < kMaxRounds && SecondsSince(t0) < budget); ++round) {
+    for (size_t k = 0; k < data.size(); ++k) {
+      for (size_t j = 0; j < live.size(); ++j) {
+        double& b = best[j * data.size() + k];
+        b = std::min(b, TimePass(fam, *live[j], dot, data[k], buf, out));
+      }
+    }
+  }
+  for (size_t j = 0; j < live.size(); ++j) {
+    double seconds = 0, work = 0;
+    for (size_t k = 0; k < data.size(); ++k) {
+      const RowData& d = data[k];
+      seconds += d.weight * best[j * data.size() + k] / static_cast<double>(d.rows);
+      const double acts = fam == Family::kTile ? kTileActs : kPackedCalls * kCheckActs;
+      work += d.weight * (fam == Family::kGemv ? static_cast<double>(d.wb) : static_cast<double>(d.n) * acts);
+    }
+    live[j]->seconds = seconds;
+    live[j]->figure = seconds > 0 ? work / seconds / 1e9 : 0;
+  }
+}
+
+// Checks every variant (a failure excludes it) and picks one: the highest passing set when forced, else the
+// fastest (kTieMargin favours higher sets). Returns the index in `vs`, or -1 when none passes.
+int Choose(Family fam, int f, std::vector<Variant>& vs, VecDotFn dot, const std::vector<RowData>& data,
+           const SelectOptions& opt) {
+  std::vector<Variant*> live;
+  for (Variant& v : vs) {
+    for (const RowData& d : data) {
+      if (v.failure.empty()) {
+        v.failure = fam == Family::kGemv ? CheckGemv(f, v, d) : CheckBatch(fam, f, v, dot, d);
+      }
+    }
+    if (v.failure.empty()) live.push_back(&v);
+  }
+  if (live.empty()) return -1;
+  Variant* pick = live.back();
+  if (!opt.forced) {
+    // The gemv family times each variant with its own dot; the others with the chosen one's.
+    TimeVariants(fam, live, dot, data, opt.budget_ms);
+    for (size_t j = live.size() - 1; j-- > 0;) {
+      if (live[j]->seconds < pick->seconds * (1.0 - kTieMargin)) pick = live[j];
+    }
+  }
+  return static_cast<int>(pick - vs.data());
+}
+
+// "gemv avx2 14.1 GB/s (avx512 13.9)" and ", gemv avx512 failed its check (...)" for each failure.
+std::string Describe(Family fam, const std::vector<Variant>& vs, int chosen, bool timed) {
+  auto figure = [&](const Variant& v, bool unit) {
+    char buf[48];
+    if (fam == Family::kGemv) {
+      std::snprintf(buf, sizeof(buf), unit ? " %.1f GB/s" : " %.1f", v.figure);
+    } else {
+      std::snprintf(buf, sizeof(buf), unit ? " %.0f GMAC/s" : " %.0f", v.figure);
+    }
+    return std::string(buf);
+  };
+  std::string s;
+  if (chosen >= 0) {
+    s = std::string(FamilyName(fam)) + " " + vs[chosen].name;
+    if (timed) {
+      s += figure(vs[chosen], true);
+      std::string others;
+      for (size_t j = 0; j < vs.size(); ++j) {
+        if (static_cast<int>(j) == chosen || !vs[j].failure.empty()) continue;
+        others += (others.empty() ? "" : ", ") + std::string(vs[j].name) + figure(vs[j], false);
+      }
+      if (!others.empty()) s += " (" + others + ")";
+    }
+  }
+  for (const Variant& v : vs) {
+    if (v.failure.empty()) continue;
+    s += (s.empty() ? "" : ", ") + std::string(FamilyName(fam)) + " " + v.name + " failed its check (" +
+         v.failure + ")";
+  }
+  return s;
+}
+
+// Selects the three families of format f on `data` (its row lengths) and installs them into *active.
+std::string SelectFormat(int f, const std::vector<const KernelSet*>& simd, std::vector<RowData>& data,
+                         const SelectOptions& opt, KernelSet* active) {
+  const std::string type = TypeName(FormatType(f));
+  const KernelSet& scalar = ScalarKernels();
+  std::vector<Variant> gemvs = Collect(Family::kGemv, f, simd);
+  const int g = Choose(Family::kGemv, f, gemvs, nullptr, data, opt);
+  if (g < 0) {
+    active->vec_dot[f] = scalar.vec_dot[f];
+    active->gemv[f] = nullptr;
+    active->vec_dot_tile[f] = nullptr;
+    active->packed[f] = PackedKernel{};
+    if (gemvs.empty()) return type + " scalar";
+    return type + " scalar (no SIMD gemv passed its check), " + Describe(Family::kGemv, gemvs, -1, false);
+  }
+  const Variant& gemv = gemvs[g];
+  active->vec_dot[f] = gemv.dot;
+  active->gemv[f] = gemv.tile;
+  for (RowData& d : data) {
+    d.want.resize(kCheckActs * kCheckRows);
+    for (int i = 0; i < kCheckActs; ++i) {
+      for (int r = 0; r < kCheckRows; ++r) {
+        d.want[i * kCheckRows + r] = gemv.dot(d.w.data() + r * d.wb, d.x.data() + i * d.xb, d.n);
+      }
+    }
+  }
+  const bool timed = !opt.forced;
+  std::string s = type + " " + Describe(Family::kGemv, gemvs, g, timed);
+
+  std::vector<Variant> tiles = Collect(Family::kTile, f, simd);
+  const int t = Choose(Family::kTile, f, tiles, gemv.dot, data, opt);
+  active->vec_dot_tile[f] = t >= 0 ? tiles[t].tile : nullptr;  // none passed: the generic loop over gemv.dot
+  // A family whose only variant is the generic loop is not worth naming.
+  if (!(tiles.size() == 1 && tiles[0].tile == nullptr)) {
+    s += ", " + (t >= 0 ? Describe(Family::kTile, tiles, t, timed)
+                        : "tile generic, " + Describe(Family::kTile, tiles, -1, false));
+  }
+
+  std::vector<Variant> packs = Collect(Family::kPacked, f, simd);
+  const int p = Choose(Family::kPacked, f, packs, gemv.dot, data, opt);
+  active->packed[f] = p >= 0 ? packs[p].pk : PackedKernel{};
+  if (!packs.empty()) {
+    s += ", " + (p >= 0 ? Describe(Family::kPacked, packs, p, timed)
+                        : "packed none, " + Describe(Family::kPacked, packs, -1, false));
+  }
+  return s;
+}
+
+// Whether SelectKernels considers a shape; *f is its format.
+bool Selectable(const MatrixShape& m, int* f) {
+  *f = FormatIndex(m.type);
+  if (*f < 0 || !ScalarKernels().vec_dot[*f] || m.n_out <= 0 || m.n_in <= 0 || m.n_in > kMaxRowLength) {
+    return false;
+  }
+  const int64_t bw = Traits(m.type).block_size, bx = Traits(FormatType(DotActFormat(*f))).block_size;
+  return m.n_in % bw == 0 && m.n_in % bx == 0;
+}
+
+}  // namespace
+
+std::vector<FormatChoice> SelectFrom(const std::vector<KernelSet>& sets,
+                                     const std::vector<MatrixShape>& shapes, const SelectOptions& opt,
+                                     KernelSet* active, bool chosen[kFormatCount]) {
+  std::vector<const KernelSet*> simd;
+  for (const KernelSet& s : sets) {
+    if (s.isa == Isa::kScalar) continue;
+    if (opt.forced && static_cast<int>(s.isa) > static_cast<int>(opt.level)) continue;
+    simd.push_back(&s);
+  }
+  std::map<int64_t, double> rows_by_length[kFormatCount];  // n_in -> the model's rows of that length
+  for (const MatrixShape& m : shapes) {
+    int f;
+    if (Selectable(m, &f) && !chosen[f]) rows_by_length[f][m.n_in] += static_cast<double>(m.n_out);
+  }
+  std::vector<FormatChoice> out;
+  for (int f = 0; f < kFormatCount; ++f) {
+    if (rows_by_length[f].empty()) continue;
+    std::vector<RowData> data;
+    if (!simd.empty()) {
+      for (const auto& [n, weight] : rows_by_length[f]) data.push_back(MakeRows(f, n, weight));
+    }
+    out.push_back({f, SelectFormat(f, simd, data, opt, active)});
+    chosen[f] = true;
+  }
+  return out;
+}
+
+namespace {
+
+// What this process has selected so far (SelectKernels' state, under its mutex).
+struct Selected {
+  std::mutex mu;
+  bool chosen[kFormatCount] = {};
+  std::string summary[kFormatCount];
+  double ms = 0;     // all selections together
+  std::string mode;  // "" (measured) or "LAZYSLOT_ISA=avx2 forces the avx2 set"
+};
+
+Selected& State() {
+  static Selected s;
+  return s;
+}
+
+std::string Line(const std::string& head, const Selected& st, const bool* formats) {
+  std::string s = head;
+  const char* sep = ": ";
+  for (int f = 0; f < kFormatCount; ++f) {
+    if (formats[f] && st.chosen[f]) {
+      s += sep + st.summary[f];
+      sep = "; ";
+    }
+  }
+  s += sep;
+  s += std::string("attention f16 ") + (ActiveKernels().isa != Isa::kScalar ? "avx2" : "scalar");
+  return s;
+}
+
+std::string Head(const Selected& st, double ms) {
+  char t[32], buf[160];
+  std::snprintf(t, sizeof(t), ms < 10 ? "%.1f ms" : "%.0f ms", ms);
+  if (st.mode.empty()) {
+    std::snprintf(buf, sizeof(buf), "kernels (measured in %s)", t);
+  } else {
+    std::snprintf(buf, sizeof(buf), "kernels (%s; checked in %s)", st.mode.c_str(), t);
+  }
+  return buf;
+}
+
+}  // namespace
+
+std::string SelectKernels(const std::vector<MatrixShape>& shapes) {
+  Selected& st = State();
+  std::lock_guard<std::mutex> lock(st.mu);
+  const Clock::time_point t0 = Clock::now();
+  static const std::vector<KernelSet> sets = AvailableKernels();
+  SelectOptions opt;
+  const char* env = std::getenv("LAZYSLOT_ISA");
+  opt.forced = ForcedIsa(env, sets.back().isa, &opt.level);
+  st.mode =
+      opt.forced ? "LAZYSLOT_ISA=" + std::string(env) + " forces the " + IsaName(opt.level) + " set" : "";
+  const std::vector<FormatChoice> choices = SelectFrom(sets, shapes, opt, &MutableActiveKernels(), st.chosen);
+  for (const FormatChoice& c : choices) st.summary[c.format] = c.summary;
+  const double ms = SecondsSince(t0) * 1e3;
+  st.ms += ms;
+  bool formats[kFormatCount] = {};
+  for (const MatrixShape& m : shapes) {
+    int f;
+    if (Selectable(m, &f)) formats[f] = true;
+  }
+  if (choices.empty()) return Line("kernels (chosen before)", st, formats);
+  return Line(Head(st, ms), st, formats);
+}
+
+std::string KernelChoices() {
+  Selected& st = State();
+  std::lock_guard<std::mutex> lock(st.mu);
+  bool any = false;
+  for (bool c : st.chosen) any = any || c;
+  if (!any) return std::string("kernels: none selected yet, the ") + ActiveKernels().name + " set serves";
+  bool all[kFormatCount];
+  std::fill(all, all + kFormatCount, true);
+  return Line(Head(st, st.ms), st, all);
+}
+
+}  // namespace lazyslot::quant

@@ -1,0 +1,37 @@
+// Internal interface of the measured kernel selection (select.cpp): the choice among explicitly given
+// candidate sets, which SelectKernels (quant.h) runs on AvailableKernels() and the tests run on sets of their
+// own (a deliberately broken variant, a forced level).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "quant/kernels.h"
+#include "quant/quant.h"
+
+namespace lazyslot::quant {
+
+struct SelectOptions {
+  // LAZYSLOT_ISA named a level: every family takes the variant of the highest set at or below `level` whose
+  // check passes, and nothing is timed.
+  bool forced = false;
+  Isa level = Isa::kAvx512;
+  double budget_ms = 1.0;  // timing of one variant of one family, over all the format's row lengths
+};
+
+// What SelectFrom decided for one format: "q4_K gemv avx2 14.1 GB/s (avx512 13.9), tile avx2 40 GMAC/s, ...".
+struct FormatChoice {
+  int format = -1;
+  std::string summary;
+};
+
+// Selects each format of `shapes` that chosen[f] is false for, among the SIMD sets of `sets` (isa >= avx2, in
+// rising order as AvailableKernels gives them; a variant is named by the first set that has it), writes the
+// format's vec_dot, gemv, vec_dot_tile and packed into *active and sets chosen[f]. A format whose gemv has no
+// SIMD variant that passes its check gets the scalar set's entries for every family. Returns one entry per
+// newly chosen format, in format order. Shapes SelectKernels would ignore are ignored.
+std::vector<FormatChoice> SelectFrom(const std::vector<KernelSet>& sets,
+                                     const std::vector<MatrixShape>& shapes, const SelectOptions& opt,
+                                     KernelSet* active, bool chosen[kFormatCount]);
+
+}  // namespace lazyslot::quant
