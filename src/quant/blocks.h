@@ -67,15 +67,6 @@ inline void KScaleMin(const uint8_t* s, int j, int* sc, int* m) {
   }
 }
 
-// Value v (0..255) of a Q6_K block: values 128n + 32k + l take the low nibble (k < 2) or high nibble (k >= 2)
-// of ql[64n + 32(k & 1) + l] and bits 2k, 2k+1 of qh[32n + l] (FORMATS.md section 2).
-inline int Q6Value(const BlockQ6_K& b, int v) {
-  const int n = v / 128, k = (v % 128) / 32, l = v % 32;
-  const int lo = (b.ql[64 * n + 32 * (k & 1) + l] >> (k >= 2 ? 4 : 0)) & 15;
-  const int hi = (b.qh[32 * n + l] >> (2 * k)) & 3;
-  return lo | hi << 4;
-}
-
 // Round to nearest, ties to even, for |x| < 2^22 (the default FP rounding mode, as SIMD rounding uses).
 inline int NearestInt(float x) {
   float v = x + 12582912.0f;  // 1.5 * 2^23: the sum's low mantissa bits hold round(x)

@@ -79,22 +79,36 @@ LS_TARGET_AVX2 void PackQ4_K(const void* w, size_t w_stride, int64_t n, void* ds
   }
 }
 
-void PackQ5_K(const void* w, size_t w_stride, int64_t n, void* dst) {
+// Q5_K values of sub-block j (32 of them, 0..31) into vals[32j ..]: nibble j & 1 of qs[32 (j / 2) + l] and
+// bit j of qh[l] as bit 4.
+LS_TARGET_AVX2 inline void DecodeQ5(const BlockQ5_K& b, uint8_t* vals) {
+  const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+  const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+  for (int j = 0; j < 8; ++j) {
+    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * (j / 2)));
+    const __m256i lo = _mm256_and_si256((j & 1) ? _mm256_srli_epi16(bytes, 4) : bytes, m4);
+    const __m256i hi = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(j)), one);  // bit j, per byte
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(vals + 32 * j), _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)));
+  }
+}
+
+// Rows decoded whole, then interleaved sub-block by sub-block.
+LS_TARGET_AVX2 void PackQ5_K(const void* w, size_t w_stride, int64_t n, void* dst) {
   const int64_t nb = n / kQK_K;
   PackedQ5Kx8* out = static_cast<PackedQ5Kx8*>(dst);
   const BlockQ5_K* rows[kPackRows];
   RowStarts(w, w_stride, rows);
+  alignas(32) uint8_t vals[kPackRows][kQK_K];
+  const uint8_t* src[kPackRows];
   for (int64_t ib = 0; ib < nb; ++ib) {
     PackedQ5Kx8& p = out[ib];
     for (int r = 0; r < kPackRows; ++r) {
-      const BlockQ5_K& b = rows[r][ib];
-      PackHeader(reinterpret_cast<const uint8_t*>(&b), r, p);
-      for (int j = 0; j < 8; ++j) {
-        for (int l = 0; l < 32; ++l) {
-          const int v = ((b.qs[32 * (j / 2) + l] >> (4 * (j & 1))) & 15) | ((b.qh[l] >> j) & 1) << 4;
-          p.q[j][l / 4][4 * r + l % 4] = static_cast<uint8_t>(v);
-        }
-      }
+      PackHeader(reinterpret_cast<const uint8_t*>(&rows[r][ib]), r, p);
+      DecodeQ5(rows[r][ib], vals[r]);
+    }
+    for (int j = 0; j < 8; ++j) {
+      for (int r = 0; r < kPackRows; ++r) src[r] = vals[r] + 32 * j;
+      simd::Interleave8x32(src, p.q[j]);
     }
   }
 }
@@ -182,11 +196,33 @@ struct PackedQ6Kx8 {
 };
 static_assert(sizeof(PackedQ6Kx8) == 2848);
 
-void PackQ6_K(const void* w, size_t w_stride, int64_t n, void* dst) {
+// Q6_K values 0..255 into vals (FORMATS.md section 2): per half h, values 128h + 32k + l take the low
+// (k < 2) or high nibble of ql[64h + 32 (k & 1) + l] and bits 2k, 2k+1 of qh[32h + l].
+LS_TARGET_AVX2 inline void DecodeQ6(const BlockQ6_K& b, uint8_t* vals) {
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i la = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
+    const __m256i lb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
+    const __m256i hv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+    const __m256i q[4] = {
+        _mm256_or_si256(_mm256_and_si256(la, m4), _mm256_and_si256(_mm256_slli_epi16(hv, 4), m30)),
+        _mm256_or_si256(_mm256_and_si256(lb, m4), _mm256_and_si256(_mm256_slli_epi16(hv, 2), m30)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4), _mm256_and_si256(hv, m30)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
+                        _mm256_and_si256(_mm256_srli_epi16(hv, 2), m30))};
+    for (int k = 0; k < 4; ++k) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(vals + 128 * h + 32 * k), q[k]);
+    }
+  }
+}
+
+LS_TARGET_AVX2 void PackQ6_K(const void* w, size_t w_stride, int64_t n, void* dst) {
   const int64_t nb = n / kQK_K;
   PackedQ6Kx8* out = static_cast<PackedQ6Kx8*>(dst);
   const BlockQ6_K* rows[kPackRows];
   RowStarts(w, w_stride, rows);
+  alignas(32) uint8_t vals[kPackRows][kQK_K];
+  const uint8_t* src[kPackRows];
   for (int64_t ib = 0; ib < nb; ++ib) {
     PackedQ6Kx8& p = out[ib];
     for (int r = 0; r < kPackRows; ++r) {
@@ -196,7 +232,11 @@ void PackQ6_K(const void* w, size_t w_stride, int64_t n, void* dst) {
         p.sc[g][2 * r] = p.sc[g][2 * r + 1] = b.scales[g];
         p.scp[g / 2][2 * r + (g & 1)] = b.scales[g];
       }
-      for (int v = 0; v < kQK_K; ++v) p.q[v / 4][4 * r + v % 4] = static_cast<uint8_t>(Q6Value(b, v));
+      DecodeQ6(b, vals[r]);
+    }
+    for (int c = 0; c < 8; ++c) {  // values 32c..32c+31: steps 8c..8c+7
+      for (int r = 0; r < kPackRows; ++r) src[r] = vals[r] + 32 * c;
+      simd::Interleave8x32(src, p.q[8 * c]);
     }
   }
 }

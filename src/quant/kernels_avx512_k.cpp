@@ -8,6 +8,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "quant/avx512_kdecode.h"
 #include "quant/blocks.h"
 #include "quant/kernels.h"
 #include "quant/simd_x86.h"
@@ -26,62 +27,13 @@ LS_TARGET_AVX512 inline __m512i Join(const int8_t* lo, const int8_t* hi) {
                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi)), 1);
 }
 
-// Word k of the result = word idx[k] of v, for a pattern (a in words 0-15, b in words 16-31).
-LS_TARGET_AVX512 inline __m512i WordPattern(int a, int b) {
-  return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(a)), _mm256_set1_epi16(static_cast<short>(b)), 1);
-}
-
-// A decoded Q4_K/Q5_K block: q[k] holds sub-blocks (k & 1) + 4 (k / 2) (bytes 0-31) and that + 2 (bytes
-// 32-63), unsigned; sc[k] their scales as int16 (words 0-15 and 16-31); mins as int16 pairs m0 m0 .. m7 m7.
-struct DecodedQ45 {
-  __m512i q[4];
-  __m512i sc[4];
-  __m256i mins;
-  float d, dmin;
-};
-
-// The sub-blocks of q[k]: (0, 2), (1, 3), (4, 6), (5, 7).
-constexpr int kSubA[4] = {0, 1, 4, 5};
-
-template <bool kFive>
-LS_TARGET_AVX512 inline DecodedQ45 DecodeQ45(const uint8_t* base) {
-  DecodedQ45 b;
-  uint16_t d16, dmin16;
-  __builtin_memcpy(&d16, base, 2);
-  __builtin_memcpy(&dmin16, base + 2, 2);
-  b.d = HalfToFloat(d16);
-  b.dmin = HalfToFloat(dmin16);
-  const uint8_t* qs = kFive ? base + 48 : base + 16;
-  const __m512i m4 = _mm512_set1_epi8(15);
-  for (int h = 0; h < 2; ++h) {
-    const __m512i v = _mm512_loadu_si512(qs + 64 * h);  // sub-blocks 4h..4h+3 in nibbles
-    b.q[2 * h] = _mm512_and_si512(v, m4);
-    b.q[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-  }
-  if constexpr (kFive) {  // bit j of qh[l] is the fifth bit of value l of sub-block j
-    const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 16)));
-    const __m512i m10 = _mm512_set1_epi8(0x10);
-    const __m512i left0 = WordPattern(4, 2), left1 = WordPattern(3, 1);  // sub-blocks (0, 2), (1, 3)
-    const __m512i right2 = WordPattern(0, 2), right3 = WordPattern(1, 3);  // (4, 6), (5, 7)
-    b.q[0] = _mm512_or_si512(b.q[0], _mm512_and_si512(_mm512_sllv_epi16(qh, left0), m10));
-    b.q[1] = _mm512_or_si512(b.q[1], _mm512_and_si512(_mm512_sllv_epi16(qh, left1), m10));
-    b.q[2] = _mm512_or_si512(b.q[2], _mm512_and_si512(_mm512_srlv_epi16(qh, right2), m10));
-    b.q[3] = _mm512_or_si512(b.q[3], _mm512_and_si512(_mm512_srlv_epi16(qh, right3), m10));
-  }
-  const __m128i sm = simd::UnpackKScales(base + 4);  // sc0..sc7, m0..m7
-  const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm));
-  for (int k = 0; k < 4; ++k) b.sc[k] = _mm512_permutexvar_epi16(WordPattern(kSubA[k], kSubA[k] + 2), s16);
-  b.mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
-  return b;
-}
-
 // isum = sum_j sc_j * (q_j . x_j) and msum = sum_j m_j * (bsums[2j] + bsums[2j+1]) of one block and one
 // activation row, then acc += (dx * d) * isum - (dx * dmin) * msum as the AVX2 dot does it.
-LS_TARGET_AVX512 inline float AccumulateQ45(const DecodedQ45& b, const BlockQ8_K& x, float acc) {
+LS_TARGET_AVX512 inline float AccumulateQ45(const avx512::DecodedQ45& b, const BlockQ8_K& x, float acc) {
   const int8_t* xq = x.qs;
   __m512i isum = _mm512_setzero_si512();
   for (int k = 0; k < 4; ++k) {
-    const int a = 32 * kSubA[k];  // x of sub-blocks a and a + 2
+    const int a = 32 * avx512::kSubA[k];  // x of sub-blocks a and a + 2
     isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(b.q[k], Join(xq + a, xq + a + 64)), b.sc[k]);
   }
   const __m256i i8 = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
@@ -101,7 +53,7 @@ LS_TARGET_AVX512 inline void DotQ45KRows(const uint8_t* w, const BlockQ8_K* cons
     for (size_t off = 0; off < stride; off += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(base) + kPrefetchBytes + off, _MM_HINT_T0);
     }
-    const DecodedQ45 b = DecodeQ45<kFive>(base);
+    const avx512::DecodedQ45 b = avx512::DecodeQ45<kFive>(base);
     for (int r = 0; r < R; ++r) acc[r] = AccumulateQ45(b, x[r][ib], acc[r]);
   }
   for (int r = 0; r < R; ++r) out[r] = acc[r];
@@ -125,10 +77,6 @@ LS_TARGET_AVX512 inline int32_t SumQ6(const BlockQ6_K& b, const BlockQ8_K& x, co
 
 template <int R>
 LS_TARGET_AVX512 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* const* x, int64_t nb, float* out) {
-  const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
-  // Per register of values 64m + (0..63) = (ql[32 * (m % 2) ..] nibble, qh bits 2k, 2k+1): see Q6Value.
-  const __m512i shl_lo = WordPattern(4, 2);  // values 128h + 0..31 take qh << 4, 32..63 take qh << 2
-  const __m512i shr_hi = WordPattern(0, 2);  // 64..95 take qh, 96..127 take qh >> 2
   float acc[R];
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
   for (int64_t ib = 0; ib < nb; ++ib) {
@@ -137,13 +85,7 @@ LS_TARGET_AVX512 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* con
       _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBytes + off, _MM_HINT_T0);
     }
     __m512i q[4];
-    for (int h = 0; h < 2; ++h) {
-      const __m512i l = _mm512_loadu_si512(b.ql + 64 * h);
-      const __m512i hv = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
-      q[2 * h] = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_sllv_epi16(hv, shl_lo), m30));
-      q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-                                     _mm512_and_si512(_mm512_srlv_epi16(hv, shr_hi), m30));
-    }
+    avx512::DecodeQ6(b, q);
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
     const __m512i s = _mm512_castsi256_si512(sc16);
     __m512i sc[4];  // register m: words 8g..8g+7 = sc[4m + g] (values 16 (4m + g) ..)

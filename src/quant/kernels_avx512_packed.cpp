@@ -11,6 +11,7 @@
 
 #include <cstring>
 
+#include "quant/avx512_kdecode.h"
 #include "quant/avx512_rows.h"
 #include "quant/blocks.h"
 #include "quant/fp16.h"
@@ -218,19 +219,26 @@ LS_TARGET_AVX512 void PackQ4_K16(const void* w, size_t w_stride, int64_t n, void
   }
 }
 
-void PackQ5_K16(const void* w, size_t w_stride, int64_t n, void* dst) {
+// Rows decoded whole (avx512_kdecode.h), then interleaved sub-block by sub-block.
+LS_TARGET_AVX512 void PackQ5_K16(const void* w, size_t w_stride, int64_t n, void* dst) {
   PackedQ5Kx16* out = static_cast<PackedQ5Kx16*>(dst);
+  alignas(64) uint8_t vals[kRows][kQK_K];
+  const uint8_t* src[kRows];
   for (int64_t ib = 0; ib < n / kQK_K; ++ib) {
     PackedQ5Kx16& p = out[ib];
     for (int r = 0; r < kRows; ++r) {
-      const BlockQ5_K& b = RowBlocks<BlockQ5_K>(w, w_stride, r)[ib];
-      PackHeader16(reinterpret_cast<const uint8_t*>(&b), r, p);
-      for (int j = 0; j < 8; ++j) {
-        for (int l = 0; l < 32; ++l) {
-          const int v = ((b.qs[32 * (j / 2) + l] >> (4 * (j & 1))) & 15) | ((b.qh[l] >> j) & 1) << 4;
-          p.q[j][l / 4][4 * r + l % 4] = static_cast<uint8_t>(v);
-        }
+      const uint8_t* b = reinterpret_cast<const uint8_t*>(&RowBlocks<BlockQ5_K>(w, w_stride, r)[ib]);
+      PackHeader16(b, r, p);
+      const avx512::DecodedQ45 d = avx512::DecodeQ45<true>(b);
+      for (int k = 0; k < 4; ++k) {  // sub-blocks a (bytes 0-31) and a + 2 (bytes 32-63)
+        const int a = avx512::kSubA[k];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(vals[r] + 32 * a), _mm512_castsi512_si256(d.q[k]));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(vals[r] + 32 * (a + 2)), _mm512_extracti64x4_epi64(d.q[k], 1));
       }
+    }
+    for (int j = 0; j < 8; ++j) {
+      for (int r = 0; r < kRows; ++r) src[r] = vals[r] + 32 * j;
+      Interleave16x32(src, p.q[j]);
     }
   }
 }
@@ -302,8 +310,10 @@ struct PackedQ6Kx16 {
 };
 static_assert(sizeof(PackedQ6Kx16) == 5696);
 
-void PackQ6_K16(const void* w, size_t w_stride, int64_t n, void* dst) {
+LS_TARGET_AVX512 void PackQ6_K16(const void* w, size_t w_stride, int64_t n, void* dst) {
   PackedQ6Kx16* out = static_cast<PackedQ6Kx16*>(dst);
+  alignas(64) uint8_t vals[kRows][kQK_K];
+  const uint8_t* src[kRows];
   for (int64_t ib = 0; ib < n / kQK_K; ++ib) {
     PackedQ6Kx16& p = out[ib];
     for (int r = 0; r < kRows; ++r) {
@@ -313,7 +323,13 @@ void PackQ6_K16(const void* w, size_t w_stride, int64_t n, void* dst) {
         p.sc[g][r] = b.scales[g];
         p.scp[g / 2][2 * r + (g & 1)] = b.scales[g];
       }
-      for (int v = 0; v < kQK_K; ++v) p.q[v / 4][4 * r + v % 4] = static_cast<uint8_t>(Q6Value(b, v));
+      __m512i q[4];
+      avx512::DecodeQ6(b, q);
+      for (int m = 0; m < 4; ++m) _mm512_store_si512(vals[r] + 64 * m, q[m]);
+    }
+    for (int c = 0; c < 8; ++c) {  // values 32c..32c+31: steps 8c..8c+7
+      for (int r = 0; r < kRows; ++r) src[r] = vals[r] + 32 * c;
+      Interleave16x32(src, p.q + 8 * c);
     }
   }
 }
