@@ -20,6 +20,7 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "ops/bandwidth.h"
+#include "ops/attention.h"
 #include "quant/quant.h"
 
 namespace lazyslot::cli {
@@ -215,7 +216,7 @@ Status RunBench(const BenchOptions& o) {
   LS_RETURN_IF_ERROR(bench.Generate(0, 2).status());
 
   progress.Clear();
-  std::printf("%s\n\n", quant::KernelChoices().c_str());
+  std::printf("%s; %s\n\n", quant::KernelChoices().c_str(), AttentionKernelChoice().c_str());
   std::printf("| %-20s | %12s | %10s | %-7s | %7s | %-15s | %18s |\n", "model", "size", "params", "backend",
               "threads", "test", "t/s");
   std::printf("| %s | %s: | %s: | %s | %s: | %s | %s: |\n", std::string(20, '-').c_str(),

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "ops/attention.h"
 #include "quant/quant.h"
 
 namespace lazyslot {
@@ -101,7 +102,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
     for (const WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*w);
   }
   const std::string kernels = quant::SelectKernels(shapes);
-  LS_LOG_INFO("%s", kernels.c_str());
+  LS_LOG_INFO("%s; %s", kernels.c_str(), AttentionKernelChoice().c_str());
   return m;
 }
 

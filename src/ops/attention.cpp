@@ -1,13 +1,23 @@
 // Attention for one (token, kv head group): scores over the slot's cells, softmax, weighted sum of V rows.
 // F16 caches take vectorized paths that round exactly as the scalar definition of each mode does (kStandard
-// without FMA, kFlash with FMA in a fixed lane order); other cache types use the scalar definitions.
+// without FMA, kFlash with FMA in a fixed lane order); other cache types use the scalar definitions. The
+// flash path's V pass has an AVX2 and an AVX-512 form (the same operations per value), timed once.
+// GCC 12 warns about its own AVX-512 headers (_mm512_undefined_* self-initialisation, GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include "ops/attention.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "quant/fp16.h"
 #include "quant/kernels.h"
@@ -229,16 +239,57 @@ LS_TARGET_AVX2 inline void AccumulateF16(const uint8_t* const* v, int nb, const 
   }
 }
 
+// AccumulateF16 on 16 lanes (AVX-512 F): the same operations per value, so the same bits.
+template <int NQ, int DC>
+LS_TARGET_AVX512 inline void AccumulateF16x16(const uint8_t* const* v, int nb, const float* p, float* acc,
+                                                  int hd, int d0) {
+  __m512 a[NQ][DC];
+  for (int h = 0; h < NQ; ++h) {
+    for (int c = 0; c < DC; ++c) a[h][c] = _mm512_loadu_ps(acc + h * hd + d0 + 16 * c);
+  }
+  for (int jj = 0; jj < nb; ++jj) {
+    __m512 vf[DC];
+    for (int c = 0; c < DC; ++c) {
+      vf[c] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v[jj] + 2 * (d0 + 16 * c))));
+    }
+    for (int h = 0; h < NQ; ++h) {
+      const __m512 ph = _mm512_set1_ps(p[h * kKeyBlock + jj]);
+      for (int c = 0; c < DC; ++c) {
+        a[h][c] = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_fmadd_ps(ph, vf[c], a[h][c]), _MM_FROUND_TO_NEAREST_INT));
+      }
+    }
+  }
+  for (int h = 0; h < NQ; ++h) {
+    for (int c = 0; c < DC; ++c) _mm512_storeu_ps(acc + h * hd + d0 + 16 * c, a[h][c]);
+  }
+}
+
+// The V pass of a block over all hd values (hd % 8 == 0), in 8-lane (AVX2) or 16-lane (AVX-512) registers.
+template <int NQ>
+LS_TARGET_AVX2 void VPassF16x8(const uint8_t* const* v, int nb, const float* prob, float* acc, int hd) {
+  constexpr int kDC = 8;  // accumulator registers per head (8: 6% faster than 4 for NQ = 2)
+  int d0 = 0;
+  for (; d0 + 8 * kDC <= hd; d0 += 8 * kDC) AccumulateF16<NQ, kDC>(v, nb, prob, acc, hd, d0);
+  for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1>(v, nb, prob, acc, hd, d0);
+}
+template <int NQ>
+LS_TARGET_AVX512 __attribute__((noinline)) void VPassF16x16(const uint8_t* const* v, int nb, const float* prob,
+                                                               float* acc, int hd) {
+  int d0 = 0;
+  for (; d0 + 128 <= hd; d0 += 128) AccumulateF16x16<NQ, 8>(v, nb, prob, acc, hd, d0);
+  for (; d0 + 16 <= hd; d0 += 16) AccumulateF16x16<NQ, 1>(v, nb, prob, acc, hd, d0);
+  for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1>(v, nb, prob, acc, hd, d0);
+}
+
 // One block of kFlash (nb <= kKeyBlock keys: k[jj], v[jj]) for NQ heads sharing one kv head, F16 K and V,
 // hd % 8 == 0: FlashHeadScalar's arithmetic for a block, the K and V rows read once for the NQ heads.
 // q: [NQ][hd] rounded f32, acc: [NQ][hd], sc: [2 NQ][kKeyBlock], m and sum: [NQ]. `ahead` > 0: the first
 // pass over these rows, which asks for K rows kPrefetchKeys ahead while fewer than `ahead` keys follow
 // the block's first key, and for the block's V rows.
-template <int NQ>
+template <int NQ, bool kWide>
 LS_TARGET_AVX2 void FlashBlockF16(const float* q, const uint8_t* const* k, const uint8_t* const* v, int nb,
                                   size_t k_row_bytes, int32_t ahead, int hd, float scale, float* acc,
                                   float* sc, float* m, float* sum) {
-  constexpr int kDC = 8;  // accumulator registers per head in the V pass (8: 6% faster than 4 for NQ = 2)
   float* prob = sc + NQ * kKeyBlock;
   int jj = 0;
   for (; jj + 4 <= nb; jj += 4) {
@@ -257,9 +308,61 @@ LS_TARGET_AVX2 void FlashBlockF16(const float* q, const uint8_t* const* k, const
   for (int h = 0; h < NQ; ++h) {
     FlashSoftmaxBlock(sc + h * kKeyBlock, nb, prob + h * kKeyBlock, m[h], sum[h], acc + h * hd, hd, true);
   }
-  int d0 = 0;
-  for (; d0 + 8 * kDC <= hd; d0 += 8 * kDC) AccumulateF16<NQ, kDC>(v, nb, prob, acc, hd, d0);
-  for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1>(v, nb, prob, acc, hd, d0);
+  if constexpr (kWide) {
+    VPassF16x16<NQ>(v, nb, prob, acc, hd);
+  } else {
+    VPassF16x8<NQ>(v, nb, prob, acc, hd);
+  }
+}
+
+// Which V pass the flash path uses, chosen by timing both once (they give the same bits): -1 until measured.
+// The AVX-512 one exists where the quant layer found an AVX-512 set and LAZYSLOT_ISA does not force less.
+struct FlashChoice {
+  bool wide = false;
+  double ns_x8 = 0, ns_x16 = 0;  // ns per key and value of the V pass (2 heads, hd 128), 0: not timed
+};
+std::atomic<int> g_flash_forced{-1};
+
+bool WideAvailable() { return quant::ActiveKernels().isa == quant::Isa::kAvx512; }
+
+// Best of repeated V passes over one synthetic block (32 keys, 2 heads, hd 128), ~2 ms per variant.
+template <void (*Pass)(const uint8_t* const*, int, const float*, float*, int)>
+double TimeVPass(const uint8_t* const* v, const float* prob, float* acc) {
+  constexpr int kHd = 128, kReps = 64;
+  double best = 1e30;
+  const auto t_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+  for (int round = 0; round < 3 || std::chrono::steady_clock::now() < t_end; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kReps; ++i) Pass(v, kKeyBlock, prob, acc, kHd);
+    best = std::min(best, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+    if (round > 1000) break;
+  }
+  return best / (kReps * kKeyBlock * kHd);
+}
+
+FlashChoice MeasureFlash() {
+  FlashChoice c;
+  if (!HaveF16Simd() || !WideAvailable()) return c;
+  constexpr int kHd = 128;
+  std::vector<uint16_t> rows(kKeyBlock * kHd);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = F32ToF16(static_cast<float>(i % 17) * 0.01f - 0.08f);
+  const uint8_t* v[kKeyBlock];
+  for (int j = 0; j < kKeyBlock; ++j) v[j] = reinterpret_cast<const uint8_t*>(rows.data() + j * kHd);
+  std::vector<float> prob(2 * kKeyBlock, 1.0f / kKeyBlock), acc(2 * kHd, 0.0f);
+  c.ns_x8 = TimeVPass<VPassF16x8<2>>(v, prob.data(), acc.data());
+  c.ns_x16 = TimeVPass<VPassF16x16<2>>(v, prob.data(), acc.data());
+  c.wide = c.ns_x16 < c.ns_x8;
+  return c;
+}
+
+const FlashChoice& Flash() {
+  static const FlashChoice c = MeasureFlash();
+  return c;
+}
+
+bool FlashWide() {
+  const int forced = g_flash_forced.load(std::memory_order_relaxed);
+  return forced >= 0 ? forced == 1 : Flash().wide;
 }
 
 // kFlash for n_tok tokens of one slot, kv heads g .. g + n_kv_heads - 1 and the n_q query heads of each,
@@ -271,6 +374,7 @@ LS_TARGET_AVX2 void FlashBlockF16(const float* q, const uint8_t* const* k, const
 // share each row's F16 -> f32 conversion: every head's result equals FlashHeadScalar's.
 void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float scale, AttentionScratch& s) {
   const quant::KernelSet& ks = quant::ActiveKernels();
+  const bool wide = FlashWide();
   // Query rows: per_tok per token, in the order of q; row r belongs to token r / per_tok.
   const int per_tok = a.n_kv_heads * a.n_q;
   const size_t n_rows = static_cast<size_t>(a.n_tok) * per_tok;
@@ -314,15 +418,11 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
           const size_t r = static_cast<size_t>(t) * per_tok + static_cast<size_t>(i) * a.n_q + h;
           const float* q = s.q_f.data() + r * hd;
           float* acc = s.acc.data() + r * hd;
-          if (a.n_q - h >= 2) {
-            FlashBlockF16<2>(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc, s.scores.data(),
-                             m + r, sum + r);
-            h += 2;
-          } else {
-            FlashBlockF16<1>(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc, s.scores.data(),
-                             m + r, sum + r);
-            h += 1;
-          }
+          const bool pair = a.n_q - h >= 2;
+          auto* block = pair ? (wide ? FlashBlockF16<2, true> : FlashBlockF16<2, false>)
+                             : (wide ? FlashBlockF16<1, true> : FlashBlockF16<1, false>);
+          block(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc, s.scores.data(), m + r, sum + r);
+          h += pair ? 2 : 1;
         }
       }
     }
@@ -429,6 +529,22 @@ void AttendGroup(AttentionMode mode, const float* q, int64_t q_stride, int n_q, 
 void AttendHead(AttentionMode mode, const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv,
                 float scale, float* out, AttentionScratch& s) {
   AttendGroup(mode, q, head_dim, 1, kv, g, head_dim, n_kv, scale, out, head_dim, s);
+}
+
+std::string AttentionKernelChoice() {
+  if (!HaveF16Simd()) return "attention f16 scalar";
+  const FlashChoice& c = Flash();
+  if (c.ns_x8 == 0) return "attention f16 avx2";
+  char buf[128];
+  std::snprintf(buf, sizeof(buf), "attention f16 %s %.3f ns/value (%s %.3f)", c.wide ? "avx512" : "avx2",
+                c.wide ? c.ns_x16 : c.ns_x8, c.wide ? "avx2" : "avx512", c.wide ? c.ns_x8 : c.ns_x16);
+  return buf;
+}
+
+bool ForceFlashVPassForTest(int wide) {
+  if (wide == 1 && (!HaveF16Simd() || !WideAvailable())) return false;
+  g_flash_forced.store(wide, std::memory_order_relaxed);
+  return true;
 }
 
 void AttendHeadReference(AttentionMode mode, const float* q, const KvRows& kv, int g, int head_dim,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gguf/tensor_type.h"
@@ -68,6 +69,14 @@ struct AttendBatch {
 // the other. Every result is bit-identical to AttendGroup's.
 void AttendTokens(AttentionMode mode, const AttendBatch& a, const KvRows& kv, int g, int head_dim,
                   float scale, AttentionScratch& scratch);
+
+// The flash path over an F16 cache sums V rows in 8-lane (AVX2) or 16-lane (AVX-512) registers, with the same
+// operations per value (the same bits); the faster on this machine, timed once at first use (~4 ms), serves.
+// A line naming the choice and its figures, for the start-up log.
+std::string AttentionKernelChoice();
+// Tests: 1 forces the AVX-512 V pass (false when the CPU or LAZYSLOT_ISA does not allow it), 0 the AVX2
+// one, -1 the measured choice again.
+bool ForceFlashVPassForTest(int wide);
 
 // The scalar definition of each mode (no vector helpers beyond the kernel table's dots), for tests.
 void AttendHeadReference(AttentionMode mode, const float* q, const KvRows& kv, int g, int head_dim,

@@ -440,8 +440,6 @@ std::string Line(const std::string& head, const Selected& st, const bool* format
       sep = "; ";
     }
   }
-  s += sep;
-  s += std::string("attention f16 ") + (ActiveKernels().isa != Isa::kScalar ? "avx2" : "scalar");
   return s;
 }
 

@@ -66,7 +66,7 @@ std::vector<double> Exact(const Cache& c, const float* q, int g, int n_head_kv, 
   return out;
 }
 
-TEST(Attention, GroupedFastPathBitIdenticalToDefinition) {
+void GroupedFastPathBitIdenticalToDefinition() {
   std::mt19937 rng(5);
   const int n_head_kv = 2, group = 3;
   for (TensorType type : {TensorType::kF16, TensorType::kF32}) {
@@ -108,7 +108,7 @@ TEST(Attention, GroupedFastPathBitIdenticalToDefinition) {
 // Several tokens at once (a prompt's tile), one kv head or two per call, 1-3 query heads per kv head: each
 // token's heads exactly as AttendGroup gives them alone, for tokens that see different numbers of cells
 // (inside one key block, across blocks, a single cell).
-TEST(Attention, TokensTogetherBitIdenticalToOneByOne) {
+void TokensTogetherBitIdenticalToOneByOne() {
   std::mt19937 rng(7);
   const int n_head_kv = 2;
   for (TensorType type : {TensorType::kF16, TensorType::kF32}) {
@@ -162,7 +162,7 @@ TEST(Attention, TokensTogetherBitIdenticalToOneByOne) {
 }
 
 // The online softmax must not overflow when scores grow along the sequence (each new max rescales).
-TEST(Attention, FlashHandlesGrowingScores) {
+void FlashHandlesGrowingScores() {
   const int head_dim = 16;
   const int32_t n_kv = 200;
   std::vector<uint16_t> k(n_kv * head_dim), v(n_kv * head_dim);
@@ -185,6 +185,28 @@ TEST(Attention, FlashHandlesGrowingScores) {
   EXPECT_EQ(out, ref);
   EXPECT_NEAR(out[0], 1.0f, 1e-3);
   EXPECT_NEAR(out[1], static_cast<float>((n_kv - 1) % 7), 2e-2);
+}
+
+// Every check above runs with the flash path's AVX2 V pass and, where the CPU has it, its AVX-512 one (the
+// same operations per value: both must give the definition's bits).
+class AttentionVPass : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    if (!ForceFlashVPassForTest(GetParam())) GTEST_SKIP() << "no AVX-512 V pass on this CPU";
+  }
+  void TearDown() override { ForceFlashVPassForTest(-1); }
+};
+
+TEST_P(AttentionVPass, GroupedFastPathBitIdenticalToDefinition) { GroupedFastPathBitIdenticalToDefinition(); }
+TEST_P(AttentionVPass, TokensTogetherBitIdenticalToOneByOne) { TokensTogetherBitIdenticalToOneByOne(); }
+TEST_P(AttentionVPass, FlashHandlesGrowingScores) { FlashHandlesGrowingScores(); }
+INSTANTIATE_TEST_SUITE_P(Forms, AttentionVPass, ::testing::Values(0, 1),
+                         [](const ::testing::TestParamInfo<int>& i) { return i.param ? "avx512" : "avx2"; });
+
+TEST(Attention, KernelChoiceNamesTheVPass) {
+  const std::string line = AttentionKernelChoice();
+  std::printf("%s\n", line.c_str());
+  EXPECT_EQ(line.find("attention f16 "), 0u) << line;
 }
 
 }  // namespace
