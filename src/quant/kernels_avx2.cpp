@@ -309,7 +309,7 @@ LS_TARGET_AVX2 void QuantizeQ8_0(const float* src, void* dst, int64_t n) {
 }
 
 // Q8_K activation quantizer, the same rule as scalar::QuantizeQ8_K. The signed max is the first value of
-// largest magnitude; a vector pass finds the magnitude, a scalar scan the first position holding it.
+// largest magnitude; a vector pass finds the magnitude, a second one the first position holding it.
 LS_TARGET_AVX2 void QuantizeQ8_K(const float* src, void* dst, int64_t n) {
   BlockQ8_K* b = static_cast<BlockQ8_K*>(dst);
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
@@ -318,8 +318,17 @@ LS_TARGET_AVX2 void QuantizeQ8_K(const float* src, void* dst, int64_t n) {
     __m256 m = _mm256_setzero_ps();
     for (int k = 0; k < kQK_K; k += 8) m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask));
     const float amax = simd::Hmax(m);
-    int imax = 0;
-    while (imax < kQK_K - 1 && !(x[imax] == amax || x[imax] == -amax)) ++imax;
+    // The first position holding the magnitude, 8 at a time (the scalar scan was ~2% of pp512).
+    int imax = kQK_K - 1;
+    const __m256 va = _mm256_set1_ps(amax);
+    for (int k = 0; k < kQK_K; k += 8) {
+      const __m256 a = _mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask);
+      const int hit = _mm256_movemask_ps(_mm256_cmp_ps(a, va, _CMP_EQ_OQ));
+      if (hit != 0) {
+        imax = k + __builtin_ctz(static_cast<unsigned>(hit));
+        break;
+      }
+    }
     const float iscale = -127.0f / x[imax];
     if (amax == 0.0f || std::isinf(iscale)) {  // as the reference: a clean all-zero block
       std::memset(&b[ib], 0, sizeof(BlockQ8_K));
