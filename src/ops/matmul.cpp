@@ -1,9 +1,9 @@
 // MatMul: encode the activations once, then the threads take chunks of weight rows from a shared queue.
 // Within a chunk the activation rows go eight at a time through the kernel's tile (a K-quant weight block is
 // decoded once per eight rows), and the chunk's weights (<= 16 KiB) stay in L1 while the batch streams by.
-// Prompt-sized batches of a format with a packed kernel (Q4_K, Q5_K, Q6_K, Q8_0, Q4_0 on AVX2) first
-// interleave the chunk's rows in groups of eight into a per-thread buffer (quant::PackedKernel), so one
-// instruction serves eight rows; results are the same bits either way.
+// Prompt-sized batches of a format with a packed kernel (Q4_K, Q5_K, Q6_K, Q8_0, Q4_0) first interleave the
+// chunk's rows in groups of eight (AVX2) or sixteen (AVX-512) into a per-thread buffer (quant::PackedKernel),
+// so one instruction serves a whole group; results are the same bits either way.
 #include "ops/matmul.h"
 
 #include <algorithm>

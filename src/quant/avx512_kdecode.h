@@ -14,17 +14,15 @@ LS_TARGET_AVX512 inline __m512i WordPattern(int a, int b) {
   return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(a)), _mm256_set1_epi16(static_cast<short>(b)), 1);
 }
 
-// A decoded Q4_K/Q5_K block: q[k] holds sub-blocks (k & 1) + 4 (k / 2) (bytes 0-31) and that + 2 (bytes
-// 32-63), unsigned; sc[k] their scales as int16 (words 0-15 and 16-31); mins as int16 pairs m0 m0 .. m7 m7.
+// A decoded Q4_K/Q5_K block: q[p] holds the unsigned values of sub-blocks 2p (bytes 0-31) and 2p + 1 (bytes
+// 32-63), i.e. values 64p..64p+63 in order; sc[p] their scales as int16 (words 0-15 and 16-31); mins as int16
+// pairs m0 m0 .. m7 m7.
 struct DecodedQ45 {
   __m512i q[4];
   __m512i sc[4];
   __m256i mins;
   float d, dmin;
 };
-
-// The sub-blocks of q[k]: (0, 2), (1, 3), (4, 6), (5, 7).
-constexpr int kSubA[4] = {0, 1, 4, 5};
 
 template <bool kFive>
 LS_TARGET_AVX512 inline DecodedQ45 DecodeQ45(const uint8_t* base) {
@@ -36,24 +34,26 @@ LS_TARGET_AVX512 inline DecodedQ45 DecodeQ45(const uint8_t* base) {
   b.dmin = simd::HalfToFloat(dmin16);
   const uint8_t* qs = kFive ? base + 48 : base + 16;
   const __m512i m4 = _mm512_set1_epi8(15);
-  for (int h = 0; h < 2; ++h) {
-    const __m512i v = _mm512_loadu_si512(qs + 64 * h);  // sub-blocks 4h..4h+3 in nibbles
-    b.q[2 * h] = _mm512_and_si512(v, m4);
-    b.q[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  const __m512i nibble = WordPattern(0, 4);  // the low nibbles in bytes 0-31, the high ones in 32-63
+  for (int p = 0; p < 4; ++p) {
+    const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * p)));
+    b.q[p] = _mm512_and_si512(_mm512_srlv_epi16(v, nibble), m4);
   }
-  if constexpr (kFive) {  // bit j of qh[l] is the fifth bit of value l of sub-block j
+  if constexpr (kFive) {  // bit j of qh[l] is the fifth bit of value l of sub-block j, moved to bit 4
     const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 16)));
     const __m512i m10 = _mm512_set1_epi8(0x10);
-    const __m512i left0 = WordPattern(4, 2), left1 = WordPattern(3, 1);  // sub-blocks (0, 2), (1, 3)
-    const __m512i right2 = WordPattern(0, 2), right3 = WordPattern(1, 3);  // (4, 6), (5, 7)
-    b.q[0] = _mm512_or_si512(b.q[0], _mm512_and_si512(_mm512_sllv_epi16(qh, left0), m10));
-    b.q[1] = _mm512_or_si512(b.q[1], _mm512_and_si512(_mm512_sllv_epi16(qh, left1), m10));
-    b.q[2] = _mm512_or_si512(b.q[2], _mm512_and_si512(_mm512_srlv_epi16(qh, right2), m10));
-    b.q[3] = _mm512_or_si512(b.q[3], _mm512_and_si512(_mm512_srlv_epi16(qh, right3), m10));
+    b.q[0] = _mm512_or_si512(b.q[0], _mm512_and_si512(_mm512_sllv_epi16(qh, WordPattern(4, 3)), m10));
+    b.q[1] = _mm512_or_si512(b.q[1], _mm512_and_si512(_mm512_sllv_epi16(qh, WordPattern(2, 1)), m10));
+    b.q[2] = _mm512_or_si512(b.q[2], _mm512_and_si512(_mm512_srlv_epi16(qh, WordPattern(0, 1)), m10));
+    b.q[3] = _mm512_or_si512(b.q[3], _mm512_and_si512(_mm512_srlv_epi16(qh, WordPattern(2, 3)), m10));
   }
   const __m128i sm = simd::UnpackKScales(base + 4);  // sc0..sc7, m0..m7
-  const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm));
-  for (int k = 0; k < 4; ++k) b.sc[k] = _mm512_permutexvar_epi16(WordPattern(kSubA[k], kSubA[k] + 2), s16);
+  // The 8 scales as words in every 128-bit lane; register p takes word 2p into lanes 0-1, 2p + 1 into 2-3.
+  const __m512i s16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
+  for (int p = 0; p < 4; ++p) {
+    const short a = static_cast<short>(4 * p | (4 * p + 1) << 8), c = static_cast<short>((4 * p + 2) | (4 * p + 3) << 8);
+    b.sc[p] = _mm512_shuffle_epi8(s16, WordPattern(a, c));
+  }
   b.mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
   return b;
 }

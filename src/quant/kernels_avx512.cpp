@@ -1,7 +1,7 @@
 // AVX-512 kernels (F, BW, VL, DQ, VNNI; BF16 where present): F32/F16/BF16 dots with masked tails, and Q8_0/Q4_0
 // x Q8_0 dots and tiles with vpdpbusd, 16 blocks per step, bit-identical to the AVX2 ones. Packed prompt
 // kernels: kernels_avx512_packed.cpp. Entries not set here keep their AVX2 versions (the quantizers, which
-// must give the same bits in every set anyway); dispatch.cpp times both sets and keeps the faster per family.
+// must give the same bits in every set anyway); select.cpp times both sets and keeps the faster per family.
 // GCC 12 warns about its own AVX-512 headers (_mm512_undefined_* self-initialisation, GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -112,7 +112,7 @@ LS_TARGET_AVX512BF16 float DotBF16Native(const void* w, const void* x, int64_t n
 // block order, as AVX2 does them).
 
 // Weight blocks k and k + 1 as unsigned bytes (lanes 0-7: block k, 8-15: block k + 1); `both` false reads
-// block k only (the row's last block) and leaves the upper half zero.
+// block k only (the row's last block) and repeats it in the upper half, which then meets zero activations.
 LS_TARGET_AVX512 inline __m512i PairU8(const BlockQ8_0* w, bool both) {
   const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[0].qs));
   const __m256i hi = both ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[1].qs)) : lo;
@@ -132,7 +132,7 @@ inline constexpr int32_t kOffset = sizeof(WBlock) == sizeof(BlockQ8_0) ? 128 : 8
 
 // Where the activation rows come from: prepared rows (tiles, where the preparation is shared by many weight
 // rows), or the Q8_0 blocks themselves (a single dot, e.g. attention over a Q8_0 cache), which then pay one
-// more vpdpbusd per pair for the c * sum x term and gather their scales.
+// more vpdpbusd per pair for the c * sum x term and insert their scales word by word.
 struct PreparedX {
   const avx512::PreparedRow* rows;
   // Blocks b, b + 1 of row r as 64 bytes (b + 1 may lie past the row: prepared rows are zero there).

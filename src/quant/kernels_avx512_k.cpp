@@ -22,19 +22,13 @@ using simd::HsumI32PairToFloat;
 // As kernels_avx2_k.cpp: K-quant lines are asked for 4 KiB ahead.
 constexpr int kPrefetchBytes = 4096;
 
-LS_TARGET_AVX512 inline __m512i Join(const int8_t* lo, const int8_t* hi) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo))),
-                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi)), 1);
-}
-
 // isum = sum_j sc_j * (q_j . x_j) and msum = sum_j m_j * (bsums[2j] + bsums[2j+1]) of one block and one
 // activation row, then acc += (dx * d) * isum - (dx * dmin) * msum as the AVX2 dot does it.
 LS_TARGET_AVX512 inline float AccumulateQ45(const avx512::DecodedQ45& b, const BlockQ8_K& x, float acc) {
   const int8_t* xq = x.qs;
   __m512i isum = _mm512_setzero_si512();
-  for (int k = 0; k < 4; ++k) {
-    const int a = 32 * avx512::kSubA[k];  // x of sub-blocks a and a + 2
-    isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(b.q[k], Join(xq + a, xq + a + 64)), b.sc[k]);
+  for (int p = 0; p < 4; ++p) {
+    isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(b.q[p], _mm512_loadu_si512(xq + 64 * p)), b.sc[p]);
   }
   const __m256i i8 = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
   const __m256i msum = _mm256_madd_epi16(b.mins, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums)));

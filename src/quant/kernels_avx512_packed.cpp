@@ -231,11 +231,7 @@ LS_TARGET_AVX512 void PackQ5_K16(const void* w, size_t w_stride, int64_t n, void
       const uint8_t* b = reinterpret_cast<const uint8_t*>(&RowBlocks<BlockQ5_K>(w, w_stride, r)[ib]);
       PackHeader16(b, r, p);
       const avx512::DecodedQ45 d = avx512::DecodeQ45<true>(b);
-      for (int k = 0; k < 4; ++k) {  // sub-blocks a (bytes 0-31) and a + 2 (bytes 32-63)
-        const int a = avx512::kSubA[k];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(vals[r] + 32 * a), _mm512_castsi512_si256(d.q[k]));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(vals[r] + 32 * (a + 2)), _mm512_extracti64x4_epi64(d.q[k], 1));
-      }
+      for (int p = 0; p < 4; ++p) _mm512_store_si512(vals[r] + 64 * p, d.q[p]);  // values 64p..64p+63
     }
     for (int j = 0; j < 8; ++j) {
       for (int r = 0; r < kRows; ++r) src[r] = vals[r] + 32 * j;
