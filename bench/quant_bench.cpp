@@ -109,8 +109,7 @@ double MeasureBatch(const KernelSet& ks, TensorType type, int64_t n, int64_t row
     }
     for (int64_t i = 0; i < batch; i += 8) {
       if (packed) {
-        pk.tile(buf.data(), groups, x.data() + i * xbytes, xbytes, 8, n, out.data() + i * rows,
-                rows);
+        pk.tile(buf.data(), groups, x.data() + i * xbytes, xbytes, 8, n, out.data() + i * rows, rows);
       } else if (ks.vec_dot_tile[f]) {
         ks.vec_dot_tile[f](w.data(), wbytes, rows, x.data() + i * xbytes, xbytes, 8, n, out.data() + i * rows,
                            rows);

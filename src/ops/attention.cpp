@@ -242,7 +242,7 @@ LS_TARGET_AVX2 inline void AccumulateF16(const uint8_t* const* v, int nb, const 
 // AccumulateF16 on 16 lanes (AVX-512 F): the same operations per value, so the same bits.
 template <int NQ, int DC>
 LS_TARGET_AVX512 inline void AccumulateF16x16(const uint8_t* const* v, int nb, const float* p, float* acc,
-                                                  int hd, int d0) {
+                                              int hd, int d0) {
   __m512 a[NQ][DC];
   for (int h = 0; h < NQ; ++h) {
     for (int c = 0; c < DC; ++c) a[h][c] = _mm512_loadu_ps(acc + h * hd + d0 + 16 * c);
@@ -250,12 +250,14 @@ LS_TARGET_AVX512 inline void AccumulateF16x16(const uint8_t* const* v, int nb, c
   for (int jj = 0; jj < nb; ++jj) {
     __m512 vf[DC];
     for (int c = 0; c < DC; ++c) {
-      vf[c] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v[jj] + 2 * (d0 + 16 * c))));
+      vf[c] =
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v[jj] + 2 * (d0 + 16 * c))));
     }
     for (int h = 0; h < NQ; ++h) {
       const __m512 ph = _mm512_set1_ps(p[h * kKeyBlock + jj]);
       for (int c = 0; c < DC; ++c) {
-        a[h][c] = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_fmadd_ps(ph, vf[c], a[h][c]), _MM_FROUND_TO_NEAREST_INT));
+        a[h][c] =
+            _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_fmadd_ps(ph, vf[c], a[h][c]), _MM_FROUND_TO_NEAREST_INT));
       }
     }
   }
@@ -273,8 +275,8 @@ LS_TARGET_AVX2 void VPassF16x8(const uint8_t* const* v, int nb, const float* pro
   for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1>(v, nb, prob, acc, hd, d0);
 }
 template <int NQ>
-LS_TARGET_AVX512 __attribute__((noinline)) void VPassF16x16(const uint8_t* const* v, int nb, const float* prob,
-                                                               float* acc, int hd) {
+LS_TARGET_AVX512 __attribute__((noinline)) void VPassF16x16(const uint8_t* const* v, int nb,
+                                                            const float* prob, float* acc, int hd) {
   int d0 = 0;
   for (; d0 + 128 <= hd; d0 += 128) AccumulateF16x16<NQ, 8>(v, nb, prob, acc, hd, d0);
   for (; d0 + 16 <= hd; d0 += 16) AccumulateF16x16<NQ, 1>(v, nb, prob, acc, hd, d0);
@@ -334,7 +336,8 @@ double TimeVPass(const uint8_t* const* v, const float* prob, float* acc) {
   for (int round = 0; round < 3 || std::chrono::steady_clock::now() < t_end; ++round) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < kReps; ++i) Pass(v, kKeyBlock, prob, acc, kHd);
-    best = std::min(best, std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best,
+                    std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
     if (round > 1000) break;
   }
   return best / (kReps * kKeyBlock * kHd);

@@ -52,6 +52,8 @@ struct Plan {
   const quant::PackedKernel* packed = nullptr;  // set when this batch goes through the packed kernel
   const uint8_t* act = nullptr;                 // encoded activations [m, act_row_bytes]
   size_t act_row_bytes = 0;
+  const uint8_t* prep = nullptr;  // the packed kernel's prepared rows [m, prep_row_bytes], if it has them
+  size_t prep_row_bytes = 0;
   int64_t chunk_rows = 0;
   int64_t first_chunk = 0;  // index of this target's first chunk in the shared queue
 };
@@ -68,6 +70,11 @@ void RunPacked(const Plan& p, int64_t r0, int64_t groups, int64_t m) {
   }
   for (int64_t i0 = 0; i0 < m; i0 += kTileRows) {
     const int64_t nx = std::min(kTileRows, m - i0);
+    if (p.prep) {
+      p.packed->tile_prepared(buf.data(), groups, p.prep + static_cast<size_t>(i0) * p.prep_row_bytes,
+                              p.prep_row_bytes, nx, w.n_in, p.y + i0 * p.ldy + r0, p.ldy);
+      continue;
+    }
     p.packed->tile(buf.data(), groups, p.act + static_cast<size_t>(i0) * p.act_row_bytes, p.act_row_bytes, nx,
                    w.n_in, p.y + i0 * p.ldy + r0, p.ldy);
   }
@@ -157,6 +164,40 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
     p.chunk_rows = ChunkRows(p.w->row_bytes, m, p.packed ? p.packed->rows : 0, p.w->n_out, pool.n_threads());
     p.first_chunk = n_chunks;
     n_chunks += (p.w->n_out + p.chunk_rows - 1) / p.chunk_rows;
+  }
+  // Packed kernels with a per-row preparation get it once per activation row here, not once per chunk of
+  // weight rows; targets with the same encoding and preparation (q, k and v) share one.
+  int prep_owner[kMaxTargets];  // the target whose prepared rows target j reads; -1: none
+  size_t prep_offset[kMaxTargets];
+  size_t prep_total = 0;
+  for (int j = 0; j < n_targets; ++j) {
+    Plan& p = plans[j];
+    prep_owner[j] = -1;
+    if (!p.packed || !p.packed->prepare) continue;
+    p.prep_row_bytes = p.packed->prepared_bytes(n_in);
+    int k = 0;
+    while (k < j &&
+           !(prep_owner[k] == k && act_of[k] == act_of[j] && plans[k].packed->prepare == p.packed->prepare)) {
+      ++k;
+    }
+    prep_owner[j] = k;
+    if (k == j) {
+      prep_offset[j] = prep_total;
+      prep_total += p.prep_row_bytes * static_cast<size_t>(m);
+    }
+  }
+  if (prep_total > 0 && scratch.prepared.size() < prep_total) scratch.prepared.resize(prep_total);
+  for (int j = 0; j < n_targets; ++j) {
+    if (prep_owner[j] < 0) continue;
+    Plan& p = plans[j];
+    uint8_t* dst = scratch.prepared.data() + prep_offset[prep_owner[j]];
+    p.prep = dst;
+    if (prep_owner[j] != j) continue;
+    pool.ParallelFor(m, 8, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        p.packed->prepare(p.act + i * p.act_row_bytes, n_in, dst + i * p.prep_row_bytes);
+      }
+    });
   }
   auto run = [&](int64_t begin, int64_t end) {
     int j = 0;

@@ -25,7 +25,11 @@ struct WeightView {
 // Reusable buffer for encoded activations (grows to the largest batch; the cost is one allocation).
 struct MatMulScratch {
   std::vector<uint8_t> encoded;
-  void Release() { std::vector<uint8_t>().swap(encoded); }
+  std::vector<uint8_t> prepared;  // packed kernels' per-row layouts of the encoded rows (PackedKernel::prepare)
+  void Release() {
+    std::vector<uint8_t>().swap(encoded);
+    std::vector<uint8_t>().swap(prepared);
+  }
 };
 
 // y[i * ldy + r] = W.row(r) . x[i * n_in ...] for i < m, r < n_out. Results are bit-identical to

@@ -11,7 +11,8 @@ namespace lazyslot::quant::avx512 {
 
 // Words 0-15 = a, words 16-31 = b: per-half word permute indices or shift counts.
 LS_TARGET_AVX512 inline __m512i WordPattern(int a, int b) {
-  return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(a)), _mm256_set1_epi16(static_cast<short>(b)), 1);
+  return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(a)),
+                            _mm256_set1_epi16(static_cast<short>(b)), 1);
 }
 
 // A decoded Q4_K/Q5_K block: q[p] holds the unsigned values of sub-blocks 2p (bytes 0-31) and 2p + 1 (bytes
@@ -36,11 +37,13 @@ LS_TARGET_AVX512 inline DecodedQ45 DecodeQ45(const uint8_t* base) {
   const __m512i m4 = _mm512_set1_epi8(15);
   const __m512i nibble = WordPattern(0, 4);  // the low nibbles in bytes 0-31, the high ones in 32-63
   for (int p = 0; p < 4; ++p) {
-    const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * p)));
+    const __m512i v =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * p)));
     b.q[p] = _mm512_and_si512(_mm512_srlv_epi16(v, nibble), m4);
   }
   if constexpr (kFive) {  // bit j of qh[l] is the fifth bit of value l of sub-block j, moved to bit 4
-    const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 16)));
+    const __m512i qh =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 16)));
     const __m512i m10 = _mm512_set1_epi8(0x10);
     b.q[0] = _mm512_or_si512(b.q[0], _mm512_and_si512(_mm512_sllv_epi16(qh, WordPattern(4, 3)), m10));
     b.q[1] = _mm512_or_si512(b.q[1], _mm512_and_si512(_mm512_sllv_epi16(qh, WordPattern(2, 1)), m10));
@@ -51,7 +54,8 @@ LS_TARGET_AVX512 inline DecodedQ45 DecodeQ45(const uint8_t* base) {
   // The 8 scales as words in every 128-bit lane; register p takes word 2p into lanes 0-1, 2p + 1 into 2-3.
   const __m512i s16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(sm));
   for (int p = 0; p < 4; ++p) {
-    const short a = static_cast<short>(4 * p | (4 * p + 1) << 8), c = static_cast<short>((4 * p + 2) | (4 * p + 3) << 8);
+    const short a = static_cast<short>(4 * p | (4 * p + 1) << 8),
+                c = static_cast<short>((4 * p + 2) | (4 * p + 3) << 8);
     b.sc[p] = _mm512_shuffle_epi8(s16, WordPattern(a, c));
   }
   b.mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));

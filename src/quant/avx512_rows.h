@@ -37,7 +37,15 @@ inline uint8_t* PrepareBuffer(int64_t nb, int rows) {
   return reinterpret_cast<uint8_t*>((p + 63) / 64 * 64);
 }
 
-// Lays out activation row x (nb Q8_0 blocks) at mem (PreparedBytes(nb) bytes, 64-byte aligned).
+// The row laid out at mem by Prepare.
+inline PreparedRow RowAt(const uint8_t* mem, int64_t nb) {
+  const int64_t nbp = PaddedBlocks(nb);
+  const float* dx = reinterpret_cast<const float*>(mem + nbp * kQK8_0);
+  return PreparedRow{reinterpret_cast<const int8_t*>(mem), dx, reinterpret_cast<const int32_t*>(dx + nbp)};
+}
+
+// Lays out activation row x (nb Q8_0 blocks) at mem (PreparedBytes(nb) bytes; 4-byte aligned, 64 for the
+// tiles' aligned loads).
 LS_TARGET_AVX512 inline PreparedRow Prepare(const BlockQ8_0* x, int64_t nb, int32_t c, uint8_t* mem) {
   const int64_t nbp = PaddedBlocks(nb);
   int8_t* qs = reinterpret_cast<int8_t*>(mem);
@@ -46,12 +54,12 @@ LS_TARGET_AVX512 inline PreparedRow Prepare(const BlockQ8_0* x, int64_t nb, int3
   const __m256i ones8 = _mm256_set1_epi8(1);
   for (int64_t b = 0; b < nb; ++b) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(qs + b * kQK8_0), v);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQK8_0), v);
     dx[b] = simd::HalfToFloat(x[b].d);
     cs[b] = c * simd::HsumI32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones8, v));
   }
   for (int64_t b = nb; b < nbp; ++b) {
-    _mm256_store_si256(reinterpret_cast<__m256i*>(qs + b * kQK8_0), _mm256_setzero_si256());
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQK8_0), _mm256_setzero_si256());
     dx[b] = 0.0f;
     cs[b] = 0;
   }

@@ -42,11 +42,19 @@ using PackFn = void (*)(const void* w, size_t w_stride, int64_t n, void* dst);
 // r < rows, i < n_x; groups are group_bytes(n) apart from `packed`.
 using PackedTileFn = void (*)(const void* packed, int64_t n_groups, const void* x, size_t x_stride,
                               int64_t n_x, int64_t n, float* out, int64_t out_stride);
+// Optional per-activation-row work of a packed kernel (null: none): `prepare` lays out one activation row
+// (n values) in prepared_bytes(n) bytes at dst, and tile_prepared takes such rows (x_stride apart) where tile
+// takes the encoded ones. tile(x) equals tile_prepared(prepared x) bit for bit (tile prepares internally), so
+// MatMul prepares each row once per product instead of once per chunk of weight rows.
+using PrepareFn = void (*)(const void* x, int64_t n, void* dst);
 struct PackedKernel {
   PackFn pack = nullptr;  // null: the format has no packed kernel in this set
   PackedTileFn tile = nullptr;
   size_t (*group_bytes)(int64_t n) = nullptr;
   int rows = kPackRows;  // weight rows per group (<= kMaxPackRows)
+  PrepareFn prepare = nullptr;
+  size_t (*prepared_bytes)(int64_t n) = nullptr;
+  PackedTileFn tile_prepared = nullptr;
 };
 
 struct KernelSet {

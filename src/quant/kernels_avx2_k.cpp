@@ -168,7 +168,6 @@ LS_TARGET_AVX2 inline __m256i Q6ScaleControl(int c) {
 // The single-row case of DotQ6KRows: each chunk decoded right before use (as DotQ45KOne), the same sums
 // and float operations.
 LS_TARGET_AVX2 inline float DotQ6KOne(const BlockQ6_K* w, const BlockQ8_K* x, int64_t nb) {
-  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
   float acc = 0.0f;
   __m256i pending = _mm256_setzero_si256();
   for (int64_t ib = 0; ib < nb; ++ib) {
@@ -183,15 +182,8 @@ LS_TARGET_AVX2 inline float DotQ6KOne(const BlockQ6_K* w, const BlockQ8_K* x, in
     __m256i isum = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
       const __m256i half = halves[h];
-      const __m256i la = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
-      const __m256i lb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
-      const __m256i hv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
-      const __m256i q[4] = {
-          _mm256_or_si256(_mm256_and_si256(la, m4), _mm256_and_si256(_mm256_slli_epi16(hv, 4), m30)),
-          _mm256_or_si256(_mm256_and_si256(lb, m4), _mm256_and_si256(_mm256_slli_epi16(hv, 2), m30)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4), _mm256_and_si256(hv, m30)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
-                          _mm256_and_si256(_mm256_srli_epi16(hv, 2), m30))};
+      __m256i q[4];
+      simd::DecodeQ6Half(b.ql, b.qh, h, q);
       for (int k = 0; k < 4; ++k) {
         const __m256i p16 = _mm256_maddubs_epi16(q[k], LoadQ(x[ib].qs + 128 * h + 32 * k));
         isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, _mm256_shuffle_epi8(half, Q6ScaleControl(k))));
@@ -223,7 +215,6 @@ LS_TARGET_AVX2 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* const
     out[0] = DotQ6KOne(w, x[0], nb);
     return;
   }
-  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
   float acc[R];
   __m256i pending[R];
   for (int r = 0; r < R; ++r) pending[r] = _mm256_setzero_si256();
@@ -234,19 +225,7 @@ LS_TARGET_AVX2 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* const
       _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBytes + off, _MM_HINT_T0);
     }
     __m256i q[8];  // 32 values each, chunk 4h + k covers values 128h + 32k + l
-    for (int h = 0; h < 2; ++h) {
-      const __m256i la = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
-      const __m256i lb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
-      const __m256i hv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
-      const __m256i lo[4] = {_mm256_and_si256(la, m4), _mm256_and_si256(lb, m4),
-                             _mm256_and_si256(_mm256_srli_epi16(la, 4), m4),
-                             _mm256_and_si256(_mm256_srli_epi16(lb, 4), m4)};
-      // Bits 2k, 2k+1 of qh moved to bits 4-5: one shift and one mask each.
-      const __m256i hi[4] = {_mm256_and_si256(_mm256_slli_epi16(hv, 4), m30),
-                             _mm256_and_si256(_mm256_slli_epi16(hv, 2), m30), _mm256_and_si256(hv, m30),
-                             _mm256_and_si256(_mm256_srli_epi16(hv, 2), m30)};
-      for (int k = 0; k < 4; ++k) q[4 * h + k] = _mm256_or_si256(lo[k], hi[k]);
-    }
+    for (int h = 0; h < 2; ++h) simd::DecodeQ6Half(b.ql, b.qh, h, q + 4 * h);
     // Per chunk c: int16 lanes 0-7 = sc[2c] (values 0-15 of the chunk), lanes 8-15 = sc[2c+1]: the scales as
     // int16, the 128-bit half holding sc[2c] and sc[2c+1] in both halves, then one word shuffle per chunk.
     const __m128i sv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));

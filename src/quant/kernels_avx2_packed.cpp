@@ -88,7 +88,8 @@ LS_TARGET_AVX2 inline void DecodeQ5(const BlockQ5_K& b, uint8_t* vals) {
     const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * (j / 2)));
     const __m256i lo = _mm256_and_si256((j & 1) ? _mm256_srli_epi16(bytes, 4) : bytes, m4);
     const __m256i hi = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(j)), one);  // bit j, per byte
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(vals + 32 * j), _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(vals + 32 * j),
+                        _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)));
   }
 }
 
@@ -196,26 +197,6 @@ struct PackedQ6Kx8 {
 };
 static_assert(sizeof(PackedQ6Kx8) == 2848);
 
-// Q6_K values 0..255 into vals (FORMATS.md section 2): per half h, values 128h + 32k + l take the low
-// (k < 2) or high nibble of ql[64h + 32 (k & 1) + l] and bits 2k, 2k+1 of qh[32h + l].
-LS_TARGET_AVX2 inline void DecodeQ6(const BlockQ6_K& b, uint8_t* vals) {
-  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
-  for (int h = 0; h < 2; ++h) {
-    const __m256i la = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
-    const __m256i lb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
-    const __m256i hv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
-    const __m256i q[4] = {
-        _mm256_or_si256(_mm256_and_si256(la, m4), _mm256_and_si256(_mm256_slli_epi16(hv, 4), m30)),
-        _mm256_or_si256(_mm256_and_si256(lb, m4), _mm256_and_si256(_mm256_slli_epi16(hv, 2), m30)),
-        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4), _mm256_and_si256(hv, m30)),
-        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
-                        _mm256_and_si256(_mm256_srli_epi16(hv, 2), m30))};
-    for (int k = 0; k < 4; ++k) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(vals + 128 * h + 32 * k), q[k]);
-    }
-  }
-}
-
 LS_TARGET_AVX2 void PackQ6_K(const void* w, size_t w_stride, int64_t n, void* dst) {
   const int64_t nb = n / kQK_K;
   PackedQ6Kx8* out = static_cast<PackedQ6Kx8*>(dst);
@@ -232,7 +213,13 @@ LS_TARGET_AVX2 void PackQ6_K(const void* w, size_t w_stride, int64_t n, void* ds
         p.sc[g][2 * r] = p.sc[g][2 * r + 1] = b.scales[g];
         p.scp[g / 2][2 * r + (g & 1)] = b.scales[g];
       }
-      DecodeQ6(b, vals[r]);
+      for (int h = 0; h < 2; ++h) {
+        __m256i q[4];
+        simd::DecodeQ6Half(b.ql, b.qh, h, q);
+        for (int k = 0; k < 4; ++k) {
+          _mm256_store_si256(reinterpret_cast<__m256i*>(vals[r] + 128 * h + 32 * k), q[k]);
+        }
+      }
     }
     for (int c = 0; c < 8; ++c) {  // values 32c..32c+31: steps 8c..8c+7
       for (int r = 0; r < kPackRows; ++r) src[r] = vals[r] + 32 * c;

@@ -1,8 +1,9 @@
-// AVX-512 kernels (F, BW, VL, DQ, VNNI; BF16 where present): F32/F16/BF16 dots with masked tails, and Q8_0/Q4_0
-// x Q8_0 dots and tiles with vpdpbusd, 16 blocks per step, bit-identical to the AVX2 ones. Packed prompt
-// kernels: kernels_avx512_packed.cpp. Entries not set here keep their AVX2 versions (the quantizers, which
-// must give the same bits in every set anyway); select.cpp times both sets and keeps the faster per family.
-// GCC 12 warns about its own AVX-512 headers (_mm512_undefined_* self-initialisation, GCC bug 105593).
+// AVX-512 kernels (F, BW, VL, DQ, VNNI; BF16 where present): F32/F16/BF16 dots with masked tails, and
+// Q8_0/Q4_0 x Q8_0 dots and tiles with vpdpbusd, 16 blocks per step, bit-identical to the AVX2 ones. Packed
+// prompt kernels: kernels_avx512_packed.cpp. Entries not set here keep their AVX2 versions (the quantizers,
+// which must give the same bits in every set anyway); select.cpp times both sets and keeps the faster per
+// family. GCC 12 warns about its own AVX-512 headers (_mm512_undefined_* self-initialisation, GCC bug
+// 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
@@ -158,7 +159,8 @@ struct RawX {
   }
   LS_TARGET_AVX512 __m512i Products(__m512i wu, __m512i xq, int32_t c) const {
     const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wu, xq);
-    return _mm512_sub_epi32(p, _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(c)), xq));
+    return _mm512_sub_epi32(
+        p, _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(c)), xq));
   }
   LS_TARGET_AVX512 __m512i Offsets(int, int64_t) const { return _mm512_setzero_si512(); }
   LS_TARGET_AVX512 __m512 Scales(int r, int64_t b0, int rem) const;
@@ -185,11 +187,13 @@ LS_TARGET_AVX512 inline void Sums16(const WBlock* w, const X& x, int64_t b0, int
         for (int r = 0; r < R; ++r) p[e][r] = x.Products(wu, x.Pair(r, b0 + k, both), kOffset<WBlock>);
       }
       for (int r = 0; r < R; ++r) {
-        l[q][r] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[0][r], p[1][r]), _mm512_unpackhi_epi32(p[0][r], p[1][r]));
+        l[q][r] = _mm512_add_epi32(_mm512_unpacklo_epi32(p[0][r], p[1][r]),
+                                   _mm512_unpackhi_epi32(p[0][r], p[1][r]));
       }
     }
     for (int r = 0; r < R; ++r) {
-      m[h][r] = _mm512_add_epi32(_mm512_unpacklo_epi64(l[0][r], l[1][r]), _mm512_unpackhi_epi64(l[0][r], l[1][r]));
+      m[h][r] =
+          _mm512_add_epi32(_mm512_unpacklo_epi64(l[0][r], l[1][r]), _mm512_unpackhi_epi64(l[0][r], l[1][r]));
     }
   }
   const __m512i order = _mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
@@ -206,14 +210,14 @@ template <typename Block>
 LS_TARGET_AVX512 inline __m512 WeightScales16(const Block* v, int rem) {
   auto h = [v, rem](int j) { return static_cast<short>(j < rem ? v[j].d : 0); };
   if (rem == 16) {
-    const __m128i h0 = _mm_setr_epi16(static_cast<short>(v[0].d), static_cast<short>(v[1].d),
-                                      static_cast<short>(v[2].d), static_cast<short>(v[3].d),
-                                      static_cast<short>(v[4].d), static_cast<short>(v[5].d),
-                                      static_cast<short>(v[6].d), static_cast<short>(v[7].d));
-    const __m128i h1 = _mm_setr_epi16(static_cast<short>(v[8].d), static_cast<short>(v[9].d),
-                                      static_cast<short>(v[10].d), static_cast<short>(v[11].d),
-                                      static_cast<short>(v[12].d), static_cast<short>(v[13].d),
-                                      static_cast<short>(v[14].d), static_cast<short>(v[15].d));
+    const __m128i h0 =
+        _mm_setr_epi16(static_cast<short>(v[0].d), static_cast<short>(v[1].d), static_cast<short>(v[2].d),
+                       static_cast<short>(v[3].d), static_cast<short>(v[4].d), static_cast<short>(v[5].d),
+                       static_cast<short>(v[6].d), static_cast<short>(v[7].d));
+    const __m128i h1 =
+        _mm_setr_epi16(static_cast<short>(v[8].d), static_cast<short>(v[9].d), static_cast<short>(v[10].d),
+                       static_cast<short>(v[11].d), static_cast<short>(v[12].d), static_cast<short>(v[13].d),
+                       static_cast<short>(v[14].d), static_cast<short>(v[15].d));
     return _mm512_cvtph_ps(_mm256_set_m128i(h1, h0));
   }
   const __m128i h0 = _mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7));
@@ -273,8 +277,8 @@ LS_TARGET_AVX512 void TileQ(const void* w, size_t w_stride, int64_t n_w, const v
     const int rows = static_cast<int>(n_x - i < 4 ? n_x - i : 4);
     avx512::PreparedRow xs[4];
     for (int k = 0; k < rows; ++k) {
-      xs[k] = avx512::Prepare(reinterpret_cast<const BlockQ8_0*>(xb + (i + k) * x_stride), nb, kOffset<WBlock>,
-                              mem + k * avx512::PreparedBytes(nb));
+      xs[k] = avx512::Prepare(reinterpret_cast<const BlockQ8_0*>(xb + (i + k) * x_stride), nb,
+                              kOffset<WBlock>, mem + k * avx512::PreparedBytes(nb));
     }
     for (int64_t r = 0; r < n_w; ++r) {
       const WBlock* wr = reinterpret_cast<const WBlock*>(wb + r * w_stride);
@@ -311,7 +315,5 @@ void FillAvx512Kernels(KernelSet* set, const CpuFeatures& cpu) {
   FillAvx512PackedKernels(set);
   FillAvx512KQuantKernels(set);
 }
-
-
 
 }  // namespace lazyslot::quant

@@ -31,14 +31,16 @@ LS_TARGET_AVX512 inline float AccumulateQ45(const avx512::DecodedQ45& b, const B
     isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(b.q[p], _mm512_loadu_si512(xq + 64 * p)), b.sc[p]);
   }
   const __m256i i8 = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
-  const __m256i msum = _mm256_madd_epi16(b.mins, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums)));
+  const __m256i msum =
+      _mm256_madd_epi16(b.mins, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums)));
   const __m128 sums = HsumI32PairToFloat(i8, msum);  // f32(isum), f32(msum): exact sums, one rounding each
   acc = __builtin_fmaf(x.d * b.d, _mm_cvtss_f32(sums), acc);
   return __builtin_fmaf(-(x.d * b.dmin), _mm_cvtss_f32(_mm_movehdup_ps(sums)), acc);
 }
 
 template <int R, bool kFive>
-LS_TARGET_AVX512 inline void DotQ45KRows(const uint8_t* w, const BlockQ8_K* const* x, int64_t nb, float* out) {
+LS_TARGET_AVX512 inline void DotQ45KRows(const uint8_t* w, const BlockQ8_K* const* x, int64_t nb,
+                                         float* out) {
   const size_t stride = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
   float acc[R];
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
@@ -64,13 +66,15 @@ LS_TARGET_AVX512 inline int32_t SumQ6(const BlockQ6_K& b, const BlockQ8_K& x, co
     isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(q[m], xq), sc[m]);
   }
   const __m256i off = _mm256_madd_epi16(sc16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums)));
-  const __m256i i8 = _mm256_sub_epi32(_mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1)),
-                                      _mm256_slli_epi32(off, 5));
+  const __m256i i8 =
+      _mm256_sub_epi32(_mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1)),
+                       _mm256_slli_epi32(off, 5));
   return simd::HsumI32(i8);
 }
 
 template <int R>
-LS_TARGET_AVX512 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* const* x, int64_t nb, float* out) {
+LS_TARGET_AVX512 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* const* x, int64_t nb,
+                                        float* out) {
   float acc[R];
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
   for (int64_t ib = 0; ib < nb; ++ib) {
@@ -86,9 +90,10 @@ LS_TARGET_AVX512 inline void DotQ6KRows(const BlockQ6_K* w, const BlockQ8_K* con
     for (int m = 0; m < 4; ++m) {
       const __m512i idx = _mm512_setr_epi32(
           0x00010001 * (4 * m), 0x00010001 * (4 * m), 0x00010001 * (4 * m), 0x00010001 * (4 * m),
-          0x00010001 * (4 * m + 1), 0x00010001 * (4 * m + 1), 0x00010001 * (4 * m + 1), 0x00010001 * (4 * m + 1),
-          0x00010001 * (4 * m + 2), 0x00010001 * (4 * m + 2), 0x00010001 * (4 * m + 2), 0x00010001 * (4 * m + 2),
-          0x00010001 * (4 * m + 3), 0x00010001 * (4 * m + 3), 0x00010001 * (4 * m + 3), 0x00010001 * (4 * m + 3));
+          0x00010001 * (4 * m + 1), 0x00010001 * (4 * m + 1), 0x00010001 * (4 * m + 1),
+          0x00010001 * (4 * m + 1), 0x00010001 * (4 * m + 2), 0x00010001 * (4 * m + 2),
+          0x00010001 * (4 * m + 2), 0x00010001 * (4 * m + 2), 0x00010001 * (4 * m + 3),
+          0x00010001 * (4 * m + 3), 0x00010001 * (4 * m + 3), 0x00010001 * (4 * m + 3));
       sc[m] = _mm512_permutexvar_epi16(idx, s);
     }
     const float dw = HalfToFloat(b.d);
@@ -130,8 +135,9 @@ LS_TARGET_AVX512 float DotK(const void* w, const void* x, int64_t n) {
 // Activation rows 4 at a time against each weight row; one activation row (generation) keeps the single-row
 // kernel inlined in the loop over weight rows.
 template <template <int> class Kernel>
-__attribute__((flatten)) LS_TARGET_AVX512 void TileK(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride,
-                                    int64_t n_x, int64_t n, float* out, int64_t out_stride) {
+__attribute__((flatten)) LS_TARGET_AVX512 void TileK(const void* w, size_t w_stride, int64_t n_w,
+                                                     const void* x, size_t x_stride, int64_t n_x, int64_t n,
+                                                     float* out, int64_t out_stride) {
   const uint8_t* wb = static_cast<const uint8_t*>(w);
   const uint8_t* xb = static_cast<const uint8_t*>(x);
   const int64_t nb = n / kQK_K;

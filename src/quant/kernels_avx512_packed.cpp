@@ -25,9 +25,9 @@ constexpr int kRows = 16;  // weight rows per group
 
 // One 32-value block of 16 rows.
 struct Packed32x16 {
-  float d[kRows];       // row r's f16 block scale, as float
-  uint8_t q[8][64];     // step s: bytes 4r..4r+3 = row r's values 4s..4s+3, unsigned (Q8_0: w ^ 0x80; Q4_0:
-                        // the nibbles)
+  float d[kRows];    // row r's f16 block scale, as float
+  uint8_t q[8][64];  // step s: bytes 4r..4r+3 = row r's values 4s..4s+3, unsigned (Q8_0: w ^ 0x80; Q4_0:
+                     // the nibbles)
 };
 static_assert(sizeof(Packed32x16) == 576);
 
@@ -105,20 +105,17 @@ LS_TARGET_AVX512 void GroupRows(const Packed32x16* w, const avx512::PreparedRow*
 
 constexpr int kRowsPerPass = 8;  // activation rows per pass over a group: 8 sums + 1 weight register
 
-// Activation rows are prepared kRowsPerPass at a time, then every group meets them.
+// Prepared activation rows (avx512_rows.h, x_stride apart) kRowsPerPass at a time against every group.
 template <class Block>
-LS_TARGET_AVX512 void PackedTile32(const void* packed, int64_t n_groups, const void* x, size_t x_stride,
-                                   int64_t n_x, int64_t n, float* out, int64_t out_stride) {
+LS_TARGET_AVX512 void PackedTilePrepared32(const void* packed, int64_t n_groups, const void* x,
+                                           size_t x_stride, int64_t n_x, int64_t n, float* out,
+                                           int64_t out_stride) {
   const int64_t nb = n / kQK8_0;
   const uint8_t* xb = static_cast<const uint8_t*>(x);
-  uint8_t* mem = avx512::PrepareBuffer(nb, kRowsPerPass);
   for (int64_t i = 0; i < n_x; i += kRowsPerPass) {
     const int rows = static_cast<int>(n_x - i < kRowsPerPass ? n_x - i : kRowsPerPass);
     avx512::PreparedRow xs[kRowsPerPass];
-    for (int k = 0; k < rows; ++k) {
-      xs[k] = avx512::Prepare(reinterpret_cast<const BlockQ8_0*>(xb + (i + k) * x_stride), nb, kOffset<Block>,
-                              mem + k * avx512::PreparedBytes(nb));
-    }
+    for (int k = 0; k < rows; ++k) xs[k] = avx512::RowAt(xb + (i + k) * x_stride, nb);
     for (int64_t g = 0; g < n_groups; ++g) {
       const Packed32x16* w = static_cast<const Packed32x16*>(packed) + g * nb;
       float* o = out + i * out_stride + g * kRows;
@@ -152,6 +149,26 @@ LS_TARGET_AVX512 void PackedTile32(const void* packed, int64_t n_groups, const v
   }
 }
 
+template <class Block>
+LS_TARGET_AVX512 void PrepareRow32(const void* x, int64_t n, void* dst) {
+  avx512::Prepare(static_cast<const BlockQ8_0*>(x), n / kQK8_0, kOffset<Block>, static_cast<uint8_t*>(dst));
+}
+size_t PreparedBytes32(int64_t n) { return avx512::PreparedBytes(n / kQK8_0); }
+
+// Encoded activation rows: prepared kRowsPerPass at a time into a per-thread buffer, then as above.
+template <class Block>
+LS_TARGET_AVX512 void PackedTile32(const void* packed, int64_t n_groups, const void* x, size_t x_stride,
+                                   int64_t n_x, int64_t n, float* out, int64_t out_stride) {
+  const uint8_t* xb = static_cast<const uint8_t*>(x);
+  const size_t pb = PreparedBytes32(n);
+  uint8_t* mem = avx512::PrepareBuffer(n / kQK8_0, kRowsPerPass);
+  for (int64_t i = 0; i < n_x; i += kRowsPerPass) {
+    const int rows = static_cast<int>(n_x - i < kRowsPerPass ? n_x - i : kRowsPerPass);
+    for (int k = 0; k < rows; ++k) PrepareRow32<Block>(xb + (i + k) * x_stride, n, mem + k * pb);
+    PackedTilePrepared32<Block>(packed, n_groups, mem, pb, rows, n, out + i * out_stride, out_stride);
+  }
+}
+
 // ---- K-quants (Q8_K activations), 16 rows per group: each sub-block's (Q4_K, Q5_K: 32 values; Q6_K: 16)
 // exact sum of products comes from vpdpbusd, then one vpmulld by the rows' scales. The same exact integer
 // sums per block and the same FMAs as kernels_avx2_k.cpp's dots and kernels_avx2_packed.cpp's kernels.
@@ -159,9 +176,9 @@ LS_TARGET_AVX512 void PackedTile32(const void* packed, int64_t n_groups, const v
 // One super-block (256 values) of 16 Q4_K or Q5_K rows.
 template <int kQBytes>
 struct PackedQ45Kx16 {
-  float d[kRows];          // row r's f16 super-scale, as float
-  float dmin[kRows];       // row r's f16 super-min, as float
-  int32_t sc[8][kRows];    // sub-block j: lane r = row r's 6-bit scale
+  float d[kRows];            // row r's f16 super-scale, as float
+  float dmin[kRows];         // row r's f16 super-min, as float
+  int32_t sc[8][kRows];      // sub-block j: lane r = row r's 6-bit scale
   int16_t mn[4][2 * kRows];  // sub-blocks 2p, 2p+1: lanes 2r, 2r+1 = row r's mins m_2p, m_2p+1
   // Q4_K (kQBytes 32): [p][s], bytes 4r..4r+3 = row r's qs[32p + 4s .. + 3] (low nibbles: sub-block 2p,
   // high: 2p + 1). Q5_K (kQBytes 64): [j][s], bytes 4r..4r+3 = row r's values 4s..4s+3 of sub-block j, whole.
@@ -253,11 +270,10 @@ LS_TARGET_AVX512 inline __m512i StepWeights(const PackedQ5Kx16& b, int j, int s)
 // Sub-block sums of one activation block, B_j = bsums[2j] + bsums[2j + 1] (|B_j| <= 32 * 128, exact as
 // int16), as 4 dwords (B_2p, B_2p+1) in a 128-bit register.
 LS_TARGET_AVX2 inline __m128i SubBlockSums(const BlockQ8_K& x) {
-  const __m256i b32 = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums)),
-                                        _mm256_set1_epi16(1));
+  const __m256i b32 =
+      _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums)), _mm256_set1_epi16(1));
   return _mm_packs_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1));
 }
-
 
 // R activation rows against one Q4_K/Q5_K group: isum = sum_j sc_j * (q_j . x_j), msum = sum_j m_j * B_j,
 // exact per block, then acc += (dx * d) * isum - (dx * dmin) * msum.
@@ -355,9 +371,11 @@ LS_TARGET_AVX512 void GroupRowsQ6(const PackedQ6Kx16* w, const BlockQ8_K* const*
       // The -32 offset: 32 * sum_g sc_g * bsums_g per row, the group sums taken two at a time.
       const int8_t* bs = reinterpret_cast<const int8_t*>(x[i][ib].bsums);
       __m512i off = _mm512_setzero_si512();
-      for (int p = 0; p < 8; ++p) off = _mm512_dpwssd_epi32(off, _mm512_loadu_si512(b.scp[p]), Broadcast4(bs + 4 * p));
+      for (int p = 0; p < 8; ++p)
+        off = _mm512_dpwssd_epi32(off, _mm512_loadu_si512(b.scp[p]), Broadcast4(bs + 4 * p));
       isum[i] = _mm512_sub_epi32(isum[i], _mm512_slli_epi32(off, 5));
-      acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(x[i][ib].d), d), _mm512_cvtepi32_ps(isum[i]), acc[i]);
+      acc[i] =
+          _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(x[i][ib].d), d), _mm512_cvtepi32_ps(isum[i]), acc[i]);
     }
   }
   for (int i = 0; i < R; ++i) _mm512_storeu_ps(out + i * out_stride, acc[i]);
@@ -437,8 +455,12 @@ size_t GroupBytes32(int64_t n) { return static_cast<size_t>(n / kQK8_0) * sizeof
 }  // namespace
 
 void FillAvx512PackedKernels(KernelSet* set) {
-  set->packed[kQ8_0] = PackedKernel{Pack32x16<BlockQ8_0>, PackedTile32<BlockQ8_0>, GroupBytes32, kRows};
-  set->packed[kQ4_0] = PackedKernel{Pack32x16<BlockQ4_0>, PackedTile32<BlockQ4_0>, GroupBytes32, kRows};
+  set->packed[kQ8_0] = PackedKernel{
+      Pack32x16<BlockQ8_0>, PackedTile32<BlockQ8_0>,        GroupBytes32, kRows, PrepareRow32<BlockQ8_0>,
+      PreparedBytes32,      PackedTilePrepared32<BlockQ8_0>};
+  set->packed[kQ4_0] = PackedKernel{
+      Pack32x16<BlockQ4_0>, PackedTile32<BlockQ4_0>,        GroupBytes32, kRows, PrepareRow32<BlockQ4_0>,
+      PreparedBytes32,      PackedTilePrepared32<BlockQ4_0>};
   set->packed[kQ4_K] =
       PackedKernel{PackQ4_K16, PackedTileK<PackedQ4Kx16, Q4KRows>, GroupBytesK<PackedQ4Kx16>, kRows};
   set->packed[kQ5_K] =

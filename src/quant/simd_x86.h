@@ -96,6 +96,21 @@ LS_TARGET_AVX2 inline __m128i UnpackKScales(const uint8_t* s) {
   return _mm_unpacklo_epi32(lo, hi);
 }
 
+// Q6_K values 128h .. 128h + 127 of a block (ql, qh: the block's arrays; h = 0 or 1) as unsigned bytes 0..63
+// in q[0..4), 32 values each: values 128h + 32k + l take the low (k < 2) or high nibble of
+// ql[64h + 32 (k & 1) + l] and bits 2k, 2k+1 of qh[32h + l] (FORMATS.md section 2).
+LS_TARGET_AVX2 inline void DecodeQ6Half(const uint8_t* ql, const uint8_t* qh, int h, __m256i* q) {
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+  const __m256i la = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 64 * h));
+  const __m256i lb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 64 * h + 32));
+  const __m256i hv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh + 32 * h));
+  q[0] = _mm256_or_si256(_mm256_and_si256(la, m4), _mm256_and_si256(_mm256_slli_epi16(hv, 4), m30));
+  q[1] = _mm256_or_si256(_mm256_and_si256(lb, m4), _mm256_and_si256(_mm256_slli_epi16(hv, 2), m30));
+  q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), m4), _mm256_and_si256(hv, m30));
+  q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), m4),
+                         _mm256_and_si256(_mm256_srli_epi16(hv, 2), m30));
+}
+
 // dst[s] = 4-byte unit s of src[0], of src[1], ..., of src[7]: eight rows' 32-byte runs interleaved 4 bytes
 // at a time (an 8 x 8 transpose of 32-bit elements).
 LS_TARGET_AVX2 inline void Interleave8x32(const uint8_t* const* src, void* dst_bytes) {

@@ -187,9 +187,9 @@ TEST(Kernels, DotsMatchScalarAndTilesMatchDots) {
   }
 }
 
-// Packed kernels (interleaved groups of PackedKernel::rows weight rows): every output bit-identical to the same set's
-// single dot, for 1-3 groups, 1-9 activation rows (the kernel passes over 4 at a time), every row length,
-// misaligned source rows and activations; nothing written outside the n_x x (8 * groups) block.
+// Packed kernels (interleaved groups of PackedKernel::rows weight rows): every output bit-identical to the
+// same set's single dot, for 1-3 groups, 1-9 activation rows (the kernel passes over 4 at a time), every row
+// length, misaligned source rows and activations; nothing written outside the n_x x (8 * groups) block.
 TEST(Kernels, PackedTilesMatchDots) {
   int checked = 0;
   for (const KernelSet& s : AvailableKernels()) {
@@ -264,8 +264,8 @@ TEST(Kernels, IntegerFormatsBitIdenticalAcrossSets) {
   }
   for (const KernelSet& s : sets) {
     if (s.isa <= Isa::kAvx2) continue;
-    for (TensorType t : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ5_K,
-                         TensorType::kQ6_K}) {
+    for (TensorType t :
+         {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
       const int f = FormatIndex(t);
       const TensorType at = VecDotType(t);
       for (int64_t n : SizesFor(t)) {
@@ -273,7 +273,8 @@ TEST(Kernels, IntegerFormatsBitIdenticalAcrossSets) {
         const size_t wbytes = RowBytes(t, n), xbytes = RowBytes(at, n);
         std::vector<uint8_t> w(kW * wbytes), x(kX * xbytes);
         for (int r = 0; r < kW; ++r) {
-          QuantizeRow(t, RandomRow(n, 5000 + r + static_cast<uint32_t>(n), 0.05f).data(), w.data() + r * wbytes, n);
+          QuantizeRow(t, RandomRow(n, 5000 + r + static_cast<uint32_t>(n), 0.05f).data(),
+                      w.data() + r * wbytes, n);
         }
         for (int i = 0; i < kX; ++i) {
           std::vector<float> v = RandomRow(n, 6000 + i + static_cast<uint32_t>(n), 2.0f);
