@@ -1,9 +1,10 @@
-// AVX-512 VNNI packed kernels for prompt-sized batches (Q8_0 and Q4_0 weights, Q8_0 activations): 16 weight
-// rows interleaved 4 values at a time, so one vpdpbusd multiplies 4 values of each of the 16 rows by the same
-// 4 activation bytes (broadcast) and adds them into the rows' int32 sums: 8 instructions per 16 rows x 32
-// values, where the AVX2 packed kernel (kernels_avx2_packed.cpp) needs 4 per 8 rows x 4 values for Q8_0.
-// The weights are stored unsigned (avx512_rows.h) and every output follows the AVX2 dot's arithmetic (exact
-// block sums, acc[b % 8] = fma(f32(d_w) * f32(d_x), f32(T_b), acc[b % 8]), phases in Hsum's order), so the
+// AVX-512 VNNI packed kernels for prompt-sized batches, 16 weight rows per group interleaved 4 values at a
+// time, so one vpdpbusd multiplies 4 values of each of the 16 rows by the same 4 activation bytes (broadcast)
+// and adds them into the rows' int32 sums. Q8_0/Q4_0 (Q8_0 activations): 8 instructions per 16 rows x 32
+// values, where the AVX2 packed kernel (kernels_avx2_packed.cpp) needs 4 per 8 rows x 4 values for Q8_0; the
+// weights stored unsigned and the activation rows prepared once per product (avx512_rows.h,
+// PackedKernel::prepare). Q4_K/Q5_K/Q6_K (Q8_K activations): vpdpbusd per sub-block, then one vpmulld by the
+// rows' scales. Every output follows the AVX2 dot's arithmetic (the same exact block sums and FMAs), so the
 // results equal the AVX2 kernels' bit for bit.
 // GCC 12 warns about its own AVX-512 headers (_mm512_undefined_* self-initialisation, GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
