@@ -1,10 +1,9 @@
 // Single-thread dot-product throughput of every kernel set on this CPU, in GB/s of weight bytes read:
 // a cache-resident matrix (~1M values) and a DRAM-sized one (~64M values), one activation row (generation,
-// through the tile as MatMul calls it)
-// and a 4-row tile (batched decoding). Then prompt-sized work as the matmul does it, in GMAC/s: a 48-row
-// chunk of weights against 512 activation rows, 8 at a time, through the plain tile and, where the set
-// has one, the packed kernel (packing included). Build: the `quant_bench` target; run: ./quant_bench
-// [--quick].
+// through the gemv as MatMul calls it) and a 4-row tile (batched decoding). Then prompt-sized work as the
+// matmul does it, in GMAC/s: a 48-row chunk of weights against 512 activation rows, 8 at a time, through the
+// plain tile and, where the set has one, the packed kernel (packing included). Build: the `quant_bench`
+// target; run: ./quant_bench [--quick].
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -317,8 +317,9 @@ LS_TARGET_AVX2 void FlashBlockF16(const float* q, const uint8_t* const* k, const
   }
 }
 
-// Which V pass the flash path uses, chosen by timing both once (they give the same bits): -1 until measured.
-// The AVX-512 one exists where the quant layer found an AVX-512 set and LAZYSLOT_ISA does not force less.
+// Which V pass the flash path uses, chosen by timing both once (they give the same bits); g_flash_forced
+// overrides it for tests (-1: not forced). The AVX-512 one exists where the quant layer's active set is
+// AVX-512 (the CPU has it and LAZYSLOT_ISA does not force less).
 struct FlashChoice {
   bool wide = false;
   double ns_x8 = 0, ns_x16 = 0;  // ns per key and value of the V pass (2 heads, hd 128), 0: not timed
@@ -378,6 +379,8 @@ bool FlashWide() {
 void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float scale, AttentionScratch& s) {
   const quant::KernelSet& ks = quant::ActiveKernels();
   const bool wide = FlashWide();
+  auto* const block_pair = wide ? FlashBlockF16<2, true> : FlashBlockF16<2, false>;
+  auto* const block_one = wide ? FlashBlockF16<1, true> : FlashBlockF16<1, false>;
   // Query rows: per_tok per token, in the order of q; row r belongs to token r / per_tok.
   const int per_tok = a.n_kv_heads * a.n_q;
   const size_t n_rows = static_cast<size_t>(a.n_tok) * per_tok;
@@ -422,9 +425,8 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
           const float* q = s.q_f.data() + r * hd;
           float* acc = s.acc.data() + r * hd;
           const bool pair = a.n_q - h >= 2;
-          auto* block = pair ? (wide ? FlashBlockF16<2, true> : FlashBlockF16<2, false>)
-                             : (wide ? FlashBlockF16<1, true> : FlashBlockF16<1, false>);
-          block(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc, s.scores.data(), m + r, sum + r);
+          (pair ? block_pair : block_one)(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc,
+                                          s.scores.data(), m + r, sum + r);
           h += pair ? 2 : 1;
         }
       }

@@ -26,6 +26,10 @@ struct PreparedRow {
   const int32_t* csum = nullptr;
 };
 
+// c of a weight block type: 128 for Q8_0 (u = w ^ 0x80), 8 for Q4_0 (the nibbles).
+template <class WBlock>
+inline constexpr int32_t kOffset = sizeof(WBlock) == sizeof(BlockQ8_0) ? 128 : 8;
+
 inline size_t PreparedBytes(int64_t nb) { return static_cast<size_t>(PaddedBlocks(nb)) * (kQK8_0 + 8); }
 
 // A per-thread buffer for `rows` prepared rows of nb blocks (grown on demand, kept for the thread's life).

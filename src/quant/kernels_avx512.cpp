@@ -128,8 +128,7 @@ LS_TARGET_AVX512 inline __m512i PairU8(const BlockQ4_0* w, bool both) {
   const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
   return _mm512_and_si512(_mm512_mask_mov_epi64(v, 0xcc, _mm512_srli_epi16(v, 4)), _mm512_set1_epi8(15));
 }
-template <typename WBlock>
-inline constexpr int32_t kOffset = sizeof(WBlock) == sizeof(BlockQ8_0) ? 128 : 8;
+using avx512::kOffset;
 
 // Where the activation rows come from: prepared rows (tiles, where the preparation is shared by many weight
 // rows), or the Q8_0 blocks themselves (a single dot, e.g. attention over a Q8_0 cache), which then pay one
@@ -206,23 +205,16 @@ LS_TARGET_AVX512 inline void Sums16(const WBlock* w, const X& x, int64_t b0, int
 
 // f32 scales of blocks v[0..rem), zero past rem. Word inserts, as the AVX2 kernels do: a gather (or 16 word
 // stores and one vector load) halved the single-row speed, bound by the load ports.
-template <typename Block>
-LS_TARGET_AVX512 inline __m512 WeightScales16(const Block* v, int rem) {
-  auto h = [v, rem](int j) { return static_cast<short>(j < rem ? v[j].d : 0); };
-  if (rem == 16) {
-    const __m128i h0 =
-        _mm_setr_epi16(static_cast<short>(v[0].d), static_cast<short>(v[1].d), static_cast<short>(v[2].d),
-                       static_cast<short>(v[3].d), static_cast<short>(v[4].d), static_cast<short>(v[5].d),
-                       static_cast<short>(v[6].d), static_cast<short>(v[7].d));
-    const __m128i h1 =
-        _mm_setr_epi16(static_cast<short>(v[8].d), static_cast<short>(v[9].d), static_cast<short>(v[10].d),
-                       static_cast<short>(v[11].d), static_cast<short>(v[12].d), static_cast<short>(v[13].d),
-                       static_cast<short>(v[14].d), static_cast<short>(v[15].d));
-    return _mm512_cvtph_ps(_mm256_set_m128i(h1, h0));
-  }
+template <bool kFull, typename Block>
+LS_TARGET_AVX512 inline __m512 WeightScales(const Block* v, int rem) {
+  auto h = [v, rem](int j) { return static_cast<short>(kFull || j < rem ? v[j].d : 0); };
   const __m128i h0 = _mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7));
   const __m128i h1 = _mm_setr_epi16(h(8), h(9), h(10), h(11), h(12), h(13), h(14), h(15));
   return _mm512_cvtph_ps(_mm256_set_m128i(h1, h0));
+}
+template <typename Block>
+LS_TARGET_AVX512 inline __m512 WeightScales16(const Block* v, int rem) {
+  return rem == 16 ? WeightScales<true>(v, rem) : WeightScales<false>(v, rem);
 }
 
 LS_TARGET_AVX512 inline __m512 RawX::Scales(int r, int64_t b0, int rem) const {

@@ -32,8 +32,16 @@ struct Packed32x16 {
 };
 static_assert(sizeof(Packed32x16) == 576);
 
-template <class Block>
-inline constexpr int32_t kOffset = sizeof(Block) == sizeof(BlockQ8_0) ? 128 : 8;
+// Sixteen rows' 32-byte runs interleaved 4 bytes at a time into 8 steps of 64 bytes.
+LS_TARGET_AVX512 inline void Interleave16x32(const uint8_t* const* src, uint8_t (*dst)[64]) {
+  alignas(32) uint8_t half[2][8][32];
+  simd::Interleave8x32(src, half[0]);
+  simd::Interleave8x32(src + 8, half[1]);
+  for (int s = 0; s < 8; ++s) {
+    std::memcpy(dst[s], half[0][s], 32);
+    std::memcpy(dst[s] + 32, half[1][s], 32);
+  }
+}
 
 template <class Block>
 LS_TARGET_AVX512 void Pack32x16(const void* w, size_t w_stride, int64_t n, void* dst) {
@@ -56,13 +64,7 @@ LS_TARGET_AVX512 void Pack32x16(const void* w, size_t w_stride, int64_t n, void*
       _mm256_store_si256(reinterpret_cast<__m256i*>(vals[r]), v);
       src[r] = vals[r];
     }
-    alignas(32) uint8_t half[2][8][32];  // rows 0-7 and 8-15, step by step
-    simd::Interleave8x32(src, half[0]);
-    simd::Interleave8x32(src + 8, half[1]);
-    for (int s = 0; s < 8; ++s) {
-      std::memcpy(out[ib].q[s], half[0][s], 32);
-      std::memcpy(out[ib].q[s] + 32, half[1][s], 32);
-    }
+    Interleave16x32(src, out[ib].q);
   }
 }
 
@@ -107,7 +109,6 @@ LS_TARGET_AVX512 void GroupRows(const Packed32x16* w, const avx512::PreparedRow*
 constexpr int kRowsPerPass = 8;  // activation rows per pass over a group: 8 sums + 1 weight register
 
 // Prepared activation rows (avx512_rows.h, x_stride apart) kRowsPerPass at a time against every group.
-template <class Block>
 LS_TARGET_AVX512 void PackedTilePrepared32(const void* packed, int64_t n_groups, const void* x,
                                            size_t x_stride, int64_t n_x, int64_t n, float* out,
                                            int64_t out_stride) {
@@ -152,7 +153,8 @@ LS_TARGET_AVX512 void PackedTilePrepared32(const void* packed, int64_t n_groups,
 
 template <class Block>
 LS_TARGET_AVX512 void PrepareRow32(const void* x, int64_t n, void* dst) {
-  avx512::Prepare(static_cast<const BlockQ8_0*>(x), n / kQK8_0, kOffset<Block>, static_cast<uint8_t*>(dst));
+  avx512::Prepare(static_cast<const BlockQ8_0*>(x), n / kQK8_0, avx512::kOffset<Block>,
+                  static_cast<uint8_t*>(dst));
 }
 size_t PreparedBytes32(int64_t n) { return avx512::PreparedBytes(n / kQK8_0); }
 
@@ -166,7 +168,7 @@ LS_TARGET_AVX512 void PackedTile32(const void* packed, int64_t n_groups, const v
   for (int64_t i = 0; i < n_x; i += kRowsPerPass) {
     const int rows = static_cast<int>(n_x - i < kRowsPerPass ? n_x - i : kRowsPerPass);
     for (int k = 0; k < rows; ++k) PrepareRow32<Block>(xb + (i + k) * x_stride, n, mem + k * pb);
-    PackedTilePrepared32<Block>(packed, n_groups, mem, pb, rows, n, out + i * out_stride, out_stride);
+    PackedTilePrepared32(packed, n_groups, mem, pb, rows, n, out + i * out_stride, out_stride);
   }
 }
 
@@ -208,17 +210,6 @@ LS_TARGET_AVX512 void PackHeader16(const uint8_t* b, int r, Packed& p) {
   for (int j = 0; j < 8; ++j) {
     p.sc[j][r] = sm[j];
     p.mn[j / 2][2 * r + (j & 1)] = static_cast<int16_t>(sm[8 + j]);
-  }
-}
-
-// Sixteen rows' 32-byte runs interleaved 4 bytes at a time into 8 steps of 64 bytes.
-LS_TARGET_AVX512 inline void Interleave16x32(const uint8_t* const* src, uint8_t (*dst)[64]) {
-  alignas(32) uint8_t half[2][8][32];
-  simd::Interleave8x32(src, half[0]);
-  simd::Interleave8x32(src + 8, half[1]);
-  for (int s = 0; s < 8; ++s) {
-    std::memcpy(dst[s], half[0][s], 32);
-    std::memcpy(dst[s] + 32, half[1][s], 32);
   }
 }
 
@@ -456,12 +447,12 @@ size_t GroupBytes32(int64_t n) { return static_cast<size_t>(n / kQK8_0) * sizeof
 }  // namespace
 
 void FillAvx512PackedKernels(KernelSet* set) {
-  set->packed[kQ8_0] = PackedKernel{
-      Pack32x16<BlockQ8_0>, PackedTile32<BlockQ8_0>,        GroupBytes32, kRows, PrepareRow32<BlockQ8_0>,
-      PreparedBytes32,      PackedTilePrepared32<BlockQ8_0>};
-  set->packed[kQ4_0] = PackedKernel{
-      Pack32x16<BlockQ4_0>, PackedTile32<BlockQ4_0>,        GroupBytes32, kRows, PrepareRow32<BlockQ4_0>,
-      PreparedBytes32,      PackedTilePrepared32<BlockQ4_0>};
+  set->packed[kQ8_0] =
+      PackedKernel{Pack32x16<BlockQ8_0>,    PackedTile32<BlockQ8_0>, GroupBytes32,        kRows,
+                   PrepareRow32<BlockQ8_0>, PreparedBytes32,         PackedTilePrepared32};
+  set->packed[kQ4_0] =
+      PackedKernel{Pack32x16<BlockQ4_0>,    PackedTile32<BlockQ4_0>, GroupBytes32,        kRows,
+                   PrepareRow32<BlockQ4_0>, PreparedBytes32,         PackedTilePrepared32};
   set->packed[kQ4_K] =
       PackedKernel{PackQ4_K16, PackedTileK<PackedQ4Kx16, Q4KRows>, GroupBytesK<PackedQ4Kx16>, kRows};
   set->packed[kQ5_K] =

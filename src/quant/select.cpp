@@ -218,13 +218,24 @@ double TimePass(Family fam, const Variant& v, VecDotFn dot, const RowData& d, st
   } else if (fam == Family::kTile) {
     RunTile(v.tile, dot, d.mat.data(), d.wb, d.rows, d.x.data(), d.xb, kTileActs, d.n, out.data(), d.rows);
   } else {
+    // As MatMul runs it: the rows packed once, the activation rows prepared once (where the kernel has a
+    // preparation), then many tile calls.
     const int64_t groups = d.rows / v.pk.rows;
     const size_t gb = v.pk.group_bytes(d.n);
     for (int64_t g = 0; g < groups; ++g) {
       v.pk.pack(d.mat.data() + g * v.pk.rows * d.wb, d.wb, d.n, buf.data() + g * gb);
     }
-    for (int c = 0; c < kPackedCalls; ++c) {
-      v.pk.tile(buf.data(), groups, d.x.data(), d.xb, kCheckActs, d.n, out.data(), d.rows);
+    if (v.pk.prepare) {
+      const size_t pb = v.pk.prepared_bytes(d.n);
+      uint8_t* prep = buf.data() + groups * gb;
+      for (int i = 0; i < kCheckActs; ++i) v.pk.prepare(d.x.data() + i * d.xb, d.n, prep + i * pb);
+      for (int c = 0; c < kPackedCalls; ++c) {
+        v.pk.tile_prepared(buf.data(), groups, prep, pb, kCheckActs, d.n, out.data(), d.rows);
+      }
+    } else {
+      for (int c = 0; c < kPackedCalls; ++c) {
+        v.pk.tile(buf.data(), groups, d.x.data(), d.xb, kCheckActs, d.n, out.data(), d.rows);
+      }
     }
   }
   return SecondsSince(t0);
@@ -242,7 +253,8 @@ void TimeVariants(Family fam, std::vector<Variant*>& live, VecDotFn dot, const s
     out_floats = std::max(out_floats, static_cast<size_t>(kCheckActs * d.rows));
     for (const Variant* v : live) {
       if (fam == Family::kPacked) {
-        buf_bytes = std::max(buf_bytes, d.rows / v->pk.rows * v->pk.group_bytes(d.n));
+        const size_t prep = v->pk.prepare ? kCheckActs * v->pk.prepared_bytes(d.n) : 0;
+        buf_bytes = std::max(buf_bytes, d.rows / v->pk.rows * v->pk.group_bytes(d.n) + prep);
       }
     }
   }

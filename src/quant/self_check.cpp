@@ -9,6 +9,7 @@
 
 #include "quant/check_rows.h"
 #include "quant/kernels.h"
+#include "quant/quant.h"
 
 namespace lazyslot::quant {
 
@@ -20,11 +21,7 @@ TensorType FormatType(int f) {
   return kTypeOf[f];
 }
 
-int DotActFormat(int f) {
-  if (f == kQ4_0 || f == kQ8_0) return kQ8_0;
-  if (f == kQ4_K || f == kQ5_K || f == kQ6_K) return kQ8_K;
-  return f;  // F32, F16, BF16 dot against their own encoding
-}
+int DotActFormat(int f) { return FormatIndex(VecDotType(FormatType(f))); }
 
 std::vector<float> CheckRow(int64_t n, uint32_t seed) {
   std::vector<float> v(n);
