@@ -8,9 +8,9 @@
 
 #include "core/log.h"
 #include "fuzz_check.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/jinja_eval.h"
-#include "tokenizer/jinja_parser.h"
+#include "chat/chat_template.h"
+#include "chat/jinja_eval.h"
+#include "chat/jinja_parser.h"
 
 namespace {
 

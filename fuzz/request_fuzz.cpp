@@ -10,7 +10,7 @@
 #include "fuzz_check.h"
 #include "server/errors.h"
 #include "server/openai_params.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace {
 

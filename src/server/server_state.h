@@ -14,7 +14,7 @@
 #include "engine/engine.h"
 #include "server/http_server.h"
 #include "server/httplib_include.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace lazyslot::server {
 

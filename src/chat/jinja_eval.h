@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/status.h"
-#include "tokenizer/jinja_ast.h"
-#include "tokenizer/jinja_value.h"
+#include "chat/jinja_ast.h"
+#include "chat/jinja_value.h"
 
 namespace lazyslot::jinja {
 

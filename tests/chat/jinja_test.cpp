@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "tokenizer/jinja_eval.h"
-#include "tokenizer/jinja_parser.h"
+#include "chat/jinja_eval.h"
+#include "chat/jinja_parser.h"
 
 namespace lazyslot::jinja {
 namespace {

@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
-#include "tokenizer/jinja_eval.h"
-#include "tokenizer/jinja_text.h"
+#include "chat/jinja_eval.h"
+#include "chat/jinja_text.h"
 
 namespace lazyslot::jinja {
 

@@ -1,11 +1,11 @@
 // Jinja lexer: text/tag splitting with Jinja2's whitespace control, then expression tokens inside tags.
-#include "tokenizer/jinja_lexer.h"
+#include "chat/jinja_lexer.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
-#include "tokenizer/jinja_value.h"
+#include "chat/jinja_value.h"
 
 namespace lazyslot::jinja {
 

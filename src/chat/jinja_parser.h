@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "core/status.h"
-#include "tokenizer/jinja_ast.h"
+#include "chat/jinja_ast.h"
 
 namespace lazyslot::jinja {
 

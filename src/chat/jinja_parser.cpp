@@ -1,13 +1,13 @@
 // Recursive-descent parser for the Jinja subset. Precedence, lowest first (as Jinja2): conditional
 // `x if c else y`, or, and, not, comparisons (== != < <= > >= in, not in), + -, ~, * / // %, **, unary - +,
 // then primary with postfix (.attr, [i], [a:b:c], calls) and filters/tests (| f, is t).
-#include "tokenizer/jinja_parser.h"
+#include "chat/jinja_parser.h"
 
 #include <algorithm>
 #include <set>
 #include <vector>
 
-#include "tokenizer/jinja_lexer.h"
+#include "chat/jinja_lexer.h"
 
 namespace lazyslot::jinja {
 

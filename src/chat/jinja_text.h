@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "tokenizer/jinja_value.h"
+#include "chat/jinja_value.h"
 
 namespace lazyslot::jinja::text {
 

@@ -1,10 +1,10 @@
 // Statement execution and expression evaluation for the Jinja subset (scopes, loops, macros, operators).
-#include "tokenizer/jinja_eval.h"
+#include "chat/jinja_eval.h"
 
 #include <cmath>
 #include <limits>
 
-#include "tokenizer/jinja_lexer.h"
+#include "chat/jinja_lexer.h"
 
 namespace lazyslot::jinja {
 

@@ -1,11 +1,11 @@
 // ChatTemplate: model or built-in Jinja chat templates, rendered by the jinja_* interpreter.
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 #include <utility>
 
 #include "core/log.h"
-#include "tokenizer/jinja_eval.h"
-#include "tokenizer/jinja_parser.h"
+#include "chat/jinja_eval.h"
+#include "chat/jinja_parser.h"
 
 namespace lazyslot {
 

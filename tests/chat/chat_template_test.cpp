@@ -1,7 +1,7 @@
 // ChatTemplate tests: the models' own templates (from the GGUFs) against the Hugging Face reference renders
 // in
 // ../shared/reference/chat-template, the built-in templates, ForModel's fallback choice, and error surfacing.
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Value construction, Python printing/repr, json.dumps and comparison rules for the Jinja interpreter.
-#include "tokenizer/jinja_value.h"
+#include "chat/jinja_value.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Python str operations on UTF-8 strings for the Jinja built-ins.
-#include "tokenizer/jinja_text.h"
+#include "chat/jinja_text.h"
 
 #include <algorithm>
 
