@@ -163,7 +163,9 @@ Result<std::string> ChatTemplate::Apply(const nlohmann::ordered_json& messages, 
   ctx["messages"] = messages;
   ctx["add_generation_prompt"] = add_generation_prompt;
   LS_ASSIGN_OR_RETURN(jinja::Value context, jinja::Value::FromJson(ctx));
-  jinja::Evaluator evaluator(*program_, jinja::RenderLimits{});
+  jinja::RenderLimits limits;
+  limits.now_unix = pinned_now_;
+  jinja::Evaluator evaluator(*program_, limits);
   Result<std::string> out = evaluator.Render(context);
   if (!out.ok()) {
     return Status(out.status().code(), "chat template '" + name_ + "': " + out.status().message());

@@ -3,8 +3,10 @@
 // Hugging Face transformers) or a built-in fallback (chatml, llama2, llama3).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,10 @@ class ChatTemplate {
   Result<std::string> Apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                             const nlohmann::ordered_json& extra_context = nullptr) const;
 
+  // Tests only: strftime_now() in this template reports this instant (seconds since the Unix epoch, UTC)
+  // instead of the current time.
+  void PinClockForTesting(int64_t unix_seconds) { pinned_now_ = unix_seconds; }
+
   const std::string& name() const { return name_; }
   const std::string& source() const { return source_; }
 
@@ -53,6 +59,7 @@ class ChatTemplate {
   std::string name_;
   std::string source_;
   std::shared_ptr<const jinja::Program> program_;
+  std::optional<int64_t> pinned_now_;
 };
 
 }  // namespace lazyslot

@@ -61,7 +61,8 @@ enum class StmtKind : uint8_t {
   kFilterBlock,  // filter ...: body rendered, then expr applied (its innermost operand is kBodyVar)
   kBreak,
   kContinue,
-  kBlock,  // a transparent container, e.g. {% generation %} ... {% endgeneration %}
+  kBlock,      // a transparent container, e.g. {% generation %} ... {% endgeneration %}
+  kCallBlock,  // call expr (a kCall) with `caller` = a macro of params/defaults/body (name "caller")
 };
 
 // The name under which kFilterBlock binds its rendered body for its filter chain.
@@ -78,6 +79,9 @@ struct Stmt {
   std::string name;
   std::vector<std::string> params;
   std::vector<ExprPtr> defaults;  // one per param, null where none
+  // kMacro: whether the body names Jinja's special macro variables; extra positional arguments go to
+  // `varargs` and unknown keywords to `kwargs` only then (as Jinja2 decides at compile time).
+  bool uses_varargs = false, uses_kwargs = false;
   std::vector<std::unique_ptr<Stmt>> body, else_body;
 };
 using StmtPtr = std::unique_ptr<Stmt>;

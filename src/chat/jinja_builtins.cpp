@@ -66,9 +66,7 @@ Result<Value> StrMethod(const std::string& s, const std::string& name, CallArgs&
     LS_ASSIGN_OR_RETURN(int64_t maxsplit, IntArg(args, 1, "maxsplit", -1));
     std::vector<std::string> parts;
     if (sep.is_undefined() || sep.is_none()) {
-      if (name == "rsplit" && maxsplit >= 0)
-        return Unimplemented("rsplit() without a separator and with maxsplit");
-      parts = text::SplitWhitespace(s, maxsplit);
+      parts = name == "rsplit" ? text::RSplitWhitespace(s, maxsplit) : text::SplitWhitespace(s, maxsplit);
     } else {
       if (!sep.is_string()) return InvalidArgument(name + "(): separator must be str or None");
       if (sep.str().empty()) return InvalidArgument(name + "(): empty separator");
@@ -85,6 +83,14 @@ Result<Value> StrMethod(const std::string& s, const std::string& name, CallArgs&
   }
   if (name == "startswith" || name == "endswith") {
     const Value& pre = str_arg(0, "prefix");
+    const Value& start = str_arg(1, "start");
+    const Value& end = str_arg(2, "end");
+    if (!start.is_undefined() || !end.is_undefined()) {  // s[start:end].startswith(prefix)
+      LS_ASSIGN_OR_RETURN(Value part, SliceValue(Value::String(s), start, end, Value()));
+      CallArgs rest;
+      rest.positional.push_back(pre);
+      return StrMethod(part.str(), name, rest);
+    }
     std::vector<Value> options = pre.is_array() ? pre.items() : std::vector<Value>{pre};
     for (const Value& o : options) {
       if (!o.is_string()) return InvalidArgument(name + "() argument must be str or a tuple of str");
@@ -217,7 +223,8 @@ Result<Value> CallMethod(Evaluator& ev, const Value& obj, const std::string& nam
       return def.is_undefined() ? Value::None() : def;
     }
     if (name == "copy") return obj;
-    return InvalidArgument("dict." + name + "() is not allowed: template data is read-only");
+    return InvalidArgument("access to dict." + name +
+                           "() is unsafe: template data is immutable (as in transformers' sandbox)");
   }
   if (obj.is_array()) {
     const auto& items = obj.items();
@@ -233,7 +240,8 @@ Result<Value> CallMethod(Evaluator& ev, const Value& obj, const std::string& nam
       return Value::Int(n);
     }
     if (name == "copy") return obj;
-    return InvalidArgument("list." + name + "() is not allowed: template data is read-only");
+    return InvalidArgument("access to list." + name +
+                           "() is unsafe: template data is immutable (as in transformers' sandbox)");
   }
   return InvalidArgument(std::string("'") + obj.TypeName() + "' object has no method '" + name + "'");
 }
@@ -602,12 +610,17 @@ std::vector<std::pair<std::string, Value>> MakeGlobals() {
                    return InvalidArgument(kRaisedPrefix + ToPyString(args.Get(0, "message")));
                  }));
   g.emplace_back("strftime_now",
-                 Value::Function("strftime_now", [](Evaluator&, CallArgs& args) -> Result<Value> {
+                 Value::Function("strftime_now", [](Evaluator& ev, CallArgs& args) -> Result<Value> {
                    const Value& fmt = args.Get(0, "format");
                    if (!fmt.is_string()) return InvalidArgument("strftime_now() needs a format string");
-                   std::time_t now = std::time(nullptr);
                    std::tm tm_now{};
-                   localtime_r(&now, &tm_now);
+                   if (ev.limits().now_unix) {
+                     const std::time_t pinned = static_cast<std::time_t>(*ev.limits().now_unix);
+                     gmtime_r(&pinned, &tm_now);
+                   } else {
+                     const std::time_t now = std::time(nullptr);
+                     localtime_r(&now, &tm_now);
+                   }
                    char buf[512];
                    size_t n = std::strftime(buf, sizeof(buf), fmt.str().c_str(), &tm_now);
                    return Value::String(std::string(buf, n));

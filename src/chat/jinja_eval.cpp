@@ -161,6 +161,9 @@ Status Evaluator::ExecStmt(const Stmt& s, std::string* out) {
     case StmtKind::kBlock:
       st = ExecBody(s.body, out);
       break;
+    case StmtKind::kCallBlock:
+      st = ExecCallBlock(s, out);
+      break;
   }
   --eval_depth_;
   return WithPosition(st, s.line, s.col);
@@ -285,14 +288,25 @@ Result<Value> Evaluator::CallMacro(const Stmt& macro, size_t def_scope, CallArgs
     return ResourceExhausted("macro calls nested deeper than " + std::to_string(limits_.max_call_depth) +
                              " (runaway recursion in '" + macro.name + "'?)");
   }
-  if (args.positional.size() > macro.params.size()) {
+  if (args.positional.size() > macro.params.size() && !macro.uses_varargs) {
     return InvalidArgument("macro '" + macro.name + "' takes not more than " +
                            std::to_string(macro.params.size()) + " argument(s)");
   }
+  // Keywords that name no parameter: `caller` (from a call block) is always bound; others go to `kwargs`
+  // when the body reads it, else they are an error (as Jinja2).
+  std::vector<std::pair<std::string, Value>> extra_kwargs;
+  Value caller;
   for (const auto& [k, v] : args.keyword) {
     bool known = false;
     for (const auto& p : macro.params) known = known || p == k;
-    if (!known) return InvalidArgument("macro '" + macro.name + "' has no parameter '" + k + "'");
+    if (known) continue;
+    if (k == "caller") {
+      caller = v;
+    } else if (macro.uses_kwargs) {
+      extra_kwargs.emplace_back(k, v);
+    } else {
+      return InvalidArgument("macro '" + macro.name + "' has no parameter '" + k + "'");
+    }
   }
   LS_RETURN_IF_ERROR(Charge(kIterationCost));
   PushScope(std::min(def_scope, scopes_.size() - 1));
@@ -314,6 +328,13 @@ Result<Value> Evaluator::CallMacro(const Stmt& macro, size_t def_scope, CallArgs
     }
     Assign(macro.params[i], v);
   }
+  if (macro.uses_varargs) {
+    std::vector<Value> rest;
+    for (size_t i = macro.params.size(); i < args.positional.size(); ++i) rest.push_back(args.positional[i]);
+    Assign("varargs", Value::Array(std::move(rest), /*is_tuple=*/true));
+  }
+  if (macro.uses_kwargs) Assign("kwargs", Value::Object(std::move(extra_kwargs)));
+  if (!caller.is_undefined()) Assign("caller", caller);
   std::string out;
   if (st.ok()) st = ExecBody(macro.body, &out);
   flow_ = Flow::kNormal;
@@ -321,6 +342,27 @@ Result<Value> Evaluator::CallMacro(const Stmt& macro, size_t def_scope, CallArgs
   PopScope();
   LS_RETURN_IF_ERROR(st);
   return Value::String(std::move(out));
+}
+
+// {% call [(params)] m(args) %}body{% endcall %}: m(args, caller=<body as a macro>) and print the result.
+Status Evaluator::ExecCallBlock(const Stmt& s, std::string* out) {
+  const Stmt* block = &s;
+  const size_t def_scope = scopes_.size() - 1;
+  const Expr& call = *s.expr;
+  LS_ASSIGN_OR_RETURN(Value fn, Eval(*call.args[0]));
+  if (!fn.is_function()) {
+    return WithPosition(InvalidArgument(std::string("call block: '") + fn.TypeName() + "' is not a macro"),
+                        call.line, call.col);
+  }
+  CallArgs args;
+  LS_RETURN_IF_ERROR(EvalArgs(call, 1, &args));
+  args.keyword.emplace_back("caller",
+                            Value::Function("caller", [block, def_scope](Evaluator& ev, CallArgs& a) {
+                              return ev.CallMacro(*block, def_scope, a);
+                            }));
+  Result<Value> r = Call(fn, args);
+  if (!r.ok()) return WithPosition(r.status(), call.line, call.col);
+  return Append(out, ToPyString(*r));
 }
 
 Result<Value> Evaluator::Call(const Value& fn, CallArgs& args) {

@@ -7,12 +7,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "core/status.h"
 #include "chat/jinja_ast.h"
 #include "chat/jinja_value.h"
+#include "core/status.h"
 
 namespace lazyslot::jinja {
 
@@ -24,6 +25,9 @@ struct RenderLimits {
   int max_call_depth = 100;    // nested macro calls
   int max_eval_depth = 1000;   // nested Eval/Exec frames in total: at most about 1 MiB of C++ stack
   int64_t max_range = 100000;  // range() length, as Jinja's sandbox
+  // The clock strftime_now() reads: unset, the real local time (as transformers' datetime.now()); set, this
+  // instant (seconds since the Unix epoch) in UTC, so tests render fixed dates.
+  std::optional<int64_t> now_unix;
 };
 
 // Work units charged per loop iteration and macro call (each costs far more than copying a byte).
@@ -54,6 +58,7 @@ class Evaluator {
   Status ExecStmt(const Stmt& s, std::string* out);
   Status ExecFor(const Stmt& s, std::string* out);
   Status ExecSet(const Stmt& s, const Value& v);
+  Status ExecCallBlock(const Stmt& s, std::string* out);
   Status Append(std::string* out, const std::string& text);
 
   Result<Value> Eval(const Expr& e);

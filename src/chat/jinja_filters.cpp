@@ -2,9 +2,11 @@
 // follows transformers' override (json.dumps, ensure_ascii=False, key order kept).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "chat/jinja_eval.h"
 #include "chat/jinja_text.h"
@@ -241,7 +243,14 @@ Result<Value> RoundFilter(CallArgs& a) {
     if (v.is_int() || v.is_bool()) {
       if (precision >= 0) return Value::Int(v.int_value());
     }
-    r = std::nearbyint(x * scale) / scale;  // Python's round(): ties to even
+    if (precision >= 0 && precision <= 17 && std::isfinite(x)) {
+      // Python's round(x, n) rounds the exact binary value (2.675 is 2.67499..., so 2.67), ties to even;
+      // printf's correctly rounded "%.*f" does the same.
+      char buf[400];
+      std::snprintf(buf, sizeof(buf), "%.*f", static_cast<int>(precision), x);
+      return Value::Float(std::strtod(buf, nullptr));
+    }
+    r = std::nearbyint(x * scale) / scale;
   } else if (method == "floor") {
     r = std::floor(x * scale) / scale;
   } else if (method == "ceil") {
@@ -278,6 +287,170 @@ std::string HtmlEscape(const std::string& s) {
   return out;
 }
 
+// from_json (llama.cpp's minja extension, used by DeepSeek V3.2's template): JSON text to a value.
+Result<Value> FromJsonFilter(Evaluator& ev, CallArgs& a) {
+  const Value& v = Arg(a, 0, "value");
+  if (!v.is_string())
+    return InvalidArgument(std::string("from_json: expected a string, got ") + v.TypeName());
+  LS_RETURN_IF_ERROR(ev.Charge(static_cast<int64_t>(v.str().size())));
+  // nlohmann's parser is iterative; Value::FromJson then rejects values past kMaxValueDepth.
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(v.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument("from_json: not valid JSON");
+  return Value::FromJson(j);
+}
+
+// batch(linecount, fill_with=None): lists of `linecount` items; the last is padded when fill_with is given.
+Result<Value> BatchFilter(Evaluator& ev, CallArgs& a) {
+  LS_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(Arg(a, 0, "value")));
+  const Value& count = Arg(a, 1, "linecount");
+  if (!count.is_int() || count.int_value() <= 0)
+    return InvalidArgument("batch: linecount must be a positive int");
+  const Value& fill = Arg(a, 2, "fill_with");
+  const size_t n = static_cast<size_t>(std::min<int64_t>(count.int_value(), 1 << 20));
+  LS_RETURN_IF_ERROR(ev.Charge(static_cast<int64_t>(items.size() + n)));
+  std::vector<Value> out, cur;
+  for (const Value& v : items) {
+    cur.push_back(v);
+    if (cur.size() == n) out.push_back(Value::Array(std::exchange(cur, {})));
+  }
+  if (!cur.empty()) {
+    if (!fill.is_undefined() && !fill.is_none()) cur.resize(n, fill);
+    out.push_back(Value::Array(std::move(cur)));
+  }
+  return Value::Array(std::move(out));
+}
+
+// slice(slices, fill_with=None): `slices` columns, the first (len % slices) one item longer (Jinja2's
+// do_slice).
+Result<Value> SliceFilter(Evaluator& ev, CallArgs& a) {
+  LS_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(Arg(a, 0, "value")));
+  const Value& count = Arg(a, 1, "slices");
+  if (!count.is_int() || count.int_value() <= 0)
+    return InvalidArgument("slice: slices must be a positive int");
+  const Value& fill = Arg(a, 2, "fill_with");
+  const size_t slices = static_cast<size_t>(std::min<int64_t>(count.int_value(), 1 << 20));
+  LS_RETURN_IF_ERROR(ev.Charge(static_cast<int64_t>(items.size() + slices)));
+  const size_t per = items.size() / slices, with_extra = items.size() % slices;
+  std::vector<Value> out;
+  size_t offset = 0;
+  for (size_t k = 0; k < slices; ++k) {
+    const size_t start = offset + k * per;
+    if (k < with_extra) ++offset;
+    const size_t end = offset + (k + 1) * per;
+    std::vector<Value> part(items.begin() + static_cast<ptrdiff_t>(start),
+                            items.begin() + static_cast<ptrdiff_t>(end));
+    if (!fill.is_undefined() && !fill.is_none() && k >= with_extra) part.push_back(fill);
+    out.push_back(Value::Array(std::move(part)));
+  }
+  return Value::Array(std::move(out));
+}
+
+// groupby(attribute, default=None, case_sensitive=False): (grouper, items) tuples sorted by grouper.
+Result<Value> GroupByFilter(Evaluator& ev, CallArgs& a) {
+  LS_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(Arg(a, 0, "value")));
+  const Value& attr_v = Arg(a, 1, "attribute");
+  if (attr_v.is_undefined()) return InvalidArgument("groupby: needs an attribute");
+  const std::string attr = ToPyString(attr_v);
+  const Value& def = Arg(a, 2, "default");
+  const bool case_sensitive = BoolArg(a, 3, "case_sensitive", false);
+  LS_RETURN_IF_ERROR(ev.Charge(static_cast<int64_t>(items.size())));
+  auto raw_key = [&](const Value& v) {
+    Value k = GetAttrPath(v, attr);
+    return k.is_undefined() && !def.is_undefined() ? def : k;
+  };
+  std::vector<std::pair<Value, Value>> keyed;  // (comparison key, item)
+  for (const Value& v : items) {
+    Value k = raw_key(v);
+    if (!case_sensitive && k.is_string()) k = Value::String(text::Lower(k.str()));
+    keyed.emplace_back(k, v);
+  }
+  Status err;
+  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
+    Result<int> c = PyCompare(x.first, y.first);
+    if (!c.ok()) {
+      if (err.ok()) err = c.status();
+      return false;
+    }
+    return *c < 0;
+  });
+  LS_RETURN_IF_ERROR(err);
+  std::vector<Value> out;
+  for (size_t i = 0; i < keyed.size();) {
+    size_t j = i;
+    std::vector<Value> group;
+    while (j < keyed.size() && PyEquals(keyed[j].first, keyed[i].first)) group.push_back(keyed[j++].second);
+    // The grouper is the first item's own value (not the lower-cased comparison key), as Jinja2.
+    out.push_back(
+        Value::Array({raw_key(keyed[i].second), Value::Array(std::move(group))}, /*is_tuple=*/true));
+    i = j;
+  }
+  return Value::Array(std::move(out));
+}
+
+// truncate(length=255, killwords=False, end='...', leeway=5), lengths in code points (Jinja2's do_truncate).
+Result<Value> TruncateFilter(CallArgs& a) {
+  const std::string s = ToPyString(Arg(a, 0, "s"));
+  const Value& len_v = Arg(a, 1, "length");
+  const int64_t length = len_v.is_int() ? len_v.int_value() : 255;
+  const bool killwords = BoolArg(a, 2, "killwords", false);
+  const std::string end = a.Has(3, "end") ? ToPyString(Arg(a, 3, "end")) : "...";
+  const Value& leeway_v = Arg(a, 4, "leeway");
+  const int64_t leeway = leeway_v.is_int() ? leeway_v.int_value() : 5;
+  const int64_t end_len = static_cast<int64_t>(Utf8Length(end));
+  if (length < end_len) return InvalidArgument("truncate: expected length >= " + std::to_string(end_len));
+  if (leeway < 0) return InvalidArgument("truncate: expected leeway >= 0");
+  const std::vector<std::string_view> cs = Utf8Chars(s);
+  if (static_cast<int64_t>(cs.size()) <= length + leeway) return Value::String(s);
+  std::string head;
+  for (int64_t i = 0; i < length - end_len; ++i) head.append(cs[static_cast<size_t>(i)]);
+  if (!killwords) {
+    size_t sp = head.rfind(' ');
+    if (sp != std::string::npos) head.resize(sp);
+  }
+  return Value::String(head + end);
+}
+
+// Python str.center(width): the extra space goes left when the margin and width are both odd.
+Result<Value> CenterFilter(CallArgs& a) {
+  const std::string s = ToPyString(Arg(a, 0, "value"));
+  const Value& w = Arg(a, 1, "width");
+  const int64_t width = w.is_int() ? std::min<int64_t>(w.int_value(), 1 << 16) : 80;
+  const int64_t n = static_cast<int64_t>(Utf8Length(s));
+  if (width <= n) return Value::String(s);
+  const int64_t marg = width - n, left = marg / 2 + (marg & width & 1);
+  return Value::String(std::string(static_cast<size_t>(left), ' ') + s +
+                       std::string(static_cast<size_t>(marg - left), ' '));
+}
+
+// striptags: drop <!-- comments --> and <tags>, collapse whitespace, unescape the basic entities.
+Result<Value> StripTagsFilter(CallArgs& a) {
+  const std::string s = ToPyString(Arg(a, 0, "value"));
+  std::string stripped;
+  for (size_t i = 0; i < s.size();) {
+    if (s.compare(i, 4, "<!--") == 0) {
+      size_t e = s.find("-->", i + 4);
+      if (e != std::string::npos) {
+        i = e + 3;
+        continue;
+      }
+    }
+    if (s[i] == '<') {
+      size_t e = s.find('>', i + 1);
+      if (e != std::string::npos) {
+        i = e + 1;
+        continue;
+      }
+    }
+    stripped += s[i++];
+  }
+  std::string joined;
+  for (const std::string& w : text::SplitWhitespace(stripped, -1)) joined += (joined.empty() ? "" : " ") + w;
+  static const std::pair<const char*, const char*> kEntities[] = {
+      {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#34;", "\""}, {"&#39;", "'"}, {"&amp;", "&"}};
+  for (const auto& [from, to] : kEntities) joined = text::Replace(joined, from, to, -1);
+  return Value::String(std::move(joined));
+}
+
 const std::map<std::string, FilterFn>& Filters() {
   static const auto* filters = new std::map<std::string, FilterFn>{
       {"abs",
@@ -298,10 +471,12 @@ const std::map<std::string, FilterFn>& Filters() {
          if (obj.is_namespace() || IsMethod(obj, name)) return GetAttr(obj, name);
          return Value();
        }},
+      {"batch", BatchFilter},
       {"capitalize",
        [](Evaluator&, CallArgs& a) -> Result<Value> {
          return Value::String(text::Capitalize(ToPyString(Arg(a, 0, "s"))));
        }},
+      {"center", [](Evaluator&, CallArgs& a) { return CenterFilter(a); }},
       {"count", [](Evaluator&, CallArgs& a) { return Length(Arg(a, 0, "obj")); }},
       {"default",
        [](Evaluator&, CallArgs& a) -> Result<Value> {
@@ -346,6 +521,7 @@ const std::map<std::string, FilterFn>& Filters() {
          if (v.is_string() && ParseNumber(v.str(), false, &out)) return out;
          return def;
        }},
+      {"from_json", FromJsonFilter},
       {"format",
        [](Evaluator&, CallArgs& a) -> Result<Value> {
          std::vector<Value> rest(a.positional.begin() + std::min<size_t>(1, a.positional.size()),
@@ -354,6 +530,7 @@ const std::map<std::string, FilterFn>& Filters() {
            return PercentFormat(ToPyString(Arg(a, 0, "value")), Value::Object(a.keyword));
          return PercentFormat(ToPyString(Arg(a, 0, "value")), Value::Array(std::move(rest), true));
        }},
+      {"groupby", GroupByFilter},
       {"indent", [](Evaluator&, CallArgs& a) { return Indent(a); }},
       {"int",
        [](Evaluator&, CallArgs& a) -> Result<Value> {
@@ -448,9 +625,11 @@ const std::map<std::string, FilterFn>& Filters() {
       {"safe", [](Evaluator&, CallArgs& a) -> Result<Value> { return Arg(a, 0, "value"); }},
       {"select", [](Evaluator& ev, CallArgs& a) { return SelectFilter(ev, a, false, true); }},
       {"selectattr", [](Evaluator& ev, CallArgs& a) { return SelectFilter(ev, a, true, true); }},
+      {"slice", SliceFilter},
       {"sort", SortFilter},
       {"string",
        [](Evaluator&, CallArgs& a) -> Result<Value> { return Value::String(ToPyString(Arg(a, 0, "s"))); }},
+      {"striptags", [](Evaluator&, CallArgs& a) { return StripTagsFilter(a); }},
       {"sum",
        [](Evaluator&, CallArgs& a) -> Result<Value> {
          LS_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(Arg(a, 0, "iterable")));
@@ -475,6 +654,7 @@ const std::map<std::string, FilterFn>& Filters() {
          return Value::String(text::JinjaTitle(ToPyString(Arg(a, 0, "s"))));
        }},
       {"tojson", ToJsonFilter},
+      {"truncate", [](Evaluator&, CallArgs& a) { return TruncateFilter(a); }},
       {"trim",
        [](Evaluator&, CallArgs& a) -> Result<Value> {
          const Value& chars = Arg(a, 1, "chars");

@@ -10,7 +10,7 @@
 
 namespace lazyslot::jinja {
 
-// Lexes and parses a whole template. Unsupported constructs (extends, include, import, call blocks,
+// Lexes and parses a whole template. Unsupported constructs (extends, include, import, with, do,
 // recursive loops) are parse errors naming their position.
 Result<std::shared_ptr<const Program>> ParseTemplate(std::string_view source);
 

@@ -82,6 +82,29 @@ std::vector<std::string> SplitWhitespace(std::string_view s, int64_t maxsplit) {
   return out;
 }
 
+std::vector<std::string> RSplitWhitespace(std::string_view s, int64_t maxsplit) {
+  std::vector<std::string> out;
+  std::vector<std::string_view> cs = Utf8Chars(s);
+  size_t i = cs.size();  // one past the last code point still to scan
+  auto offset = [&](size_t k) {
+    return k < cs.size() ? static_cast<size_t>(cs[k].data() - s.data()) : s.size();
+  };
+  while (i > 0) {
+    while (i > 0 && IsSpaceCodepoint(cs[i - 1])) --i;
+    if (i == 0) break;
+    if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
+      out.emplace_back(s.substr(0, offset(i)));  // leftover: leading whitespace kept, trailing gone
+      break;
+    }
+    size_t j = i;
+    while (j > 0 && !IsSpaceCodepoint(cs[j - 1])) --j;
+    out.emplace_back(s.substr(offset(j), offset(i) - offset(j)));
+    i = j;
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
 std::vector<std::string> Split(std::string_view s, std::string_view sep, int64_t maxsplit, bool from_right) {
   std::vector<std::string> out;
   if (!from_right) {

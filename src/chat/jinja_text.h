@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/status.h"
 #include "chat/jinja_value.h"
+#include "core/status.h"
 
 namespace lazyslot::jinja::text {
 
@@ -15,6 +15,8 @@ namespace lazyslot::jinja::text {
 std::string Strip(std::string_view s, const std::string* chars, bool left, bool right);
 // str.split(): runs of whitespace, no empty parts; maxsplit < 0 is unlimited.
 std::vector<std::string> SplitWhitespace(std::string_view s, int64_t maxsplit);
+// str.rsplit(): the same, splitting from the right (the leftover keeps its leading whitespace).
+std::vector<std::string> RSplitWhitespace(std::string_view s, int64_t maxsplit);
 // str.split(sep, maxsplit) and str.rsplit(sep, maxsplit); sep must be non-empty.
 std::vector<std::string> Split(std::string_view s, std::string_view sep, int64_t maxsplit, bool from_right);
 // str.splitlines(keepends=False).

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "chat/chat_messages.h"
 #include "gguf/gguf.h"
 #include "test_util.h"
 
@@ -273,6 +274,63 @@ TEST(ChatTemplateApply, ParseErrorNamesLineAndColumn) {
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), Code::kInvalidArgument);
   EXPECT_NE(t.status().message().find("line 3, column 10"), std::string::npos) << t.status().message();
+}
+
+// Wire form (OpenAI: tool-call arguments are JSON text) to template form (transformers: objects).
+TEST(PrepareMessagesForTemplate, ParsesToolCallArgumentsKeepingKeyOrder) {
+  const ordered_json wire = ordered_json::parse(R"([
+    {"role": "user", "content": "Weather?"},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+      "function": {"name": "get_weather", "arguments": "{\"z\":1,\"city\":\"Zürich\",\"a\":[true]}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "name": "get_weather", "content": "18 °C"}])");
+  Result<ordered_json> got = PrepareMessagesForTemplate(wire);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const ordered_json& args = (*got)[1]["tool_calls"][0]["function"]["arguments"];
+  ASSERT_TRUE(args.is_object());
+  EXPECT_EQ(args.dump(), R"({"z":1,"city":"Zürich","a":[true]})");  // key order kept
+  EXPECT_EQ((*got)[1]["content"], "");                              // null content becomes ""
+  EXPECT_EQ((*got)[0], wire[0]);
+  EXPECT_EQ((*got)[2], wire[2]);  // tool message: tool_call_id and name kept, unchanged
+  // Already-object arguments and assistant turns without tool calls pass through.
+  const ordered_json objects = ordered_json::parse(R"([{"role": "assistant", "content": "x",
+      "tool_calls": [{"function": {"name": "f", "arguments": {"k": 1}}}]}])");
+  Result<ordered_json> same = PrepareMessagesForTemplate(objects);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(*same, objects);
+}
+
+TEST(PrepareMessagesForTemplate, InvalidArgumentsNameTheirPath) {
+  const ordered_json wire = ordered_json::parse(R"([{"role": "user", "content": "a"},
+    {"role": "assistant", "content": "b"},
+    {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{\"city\": "}}]}])");
+  Result<ordered_json> got = PrepareMessagesForTemplate(wire);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(got.status().message().rfind("messages[2].tool_calls[0].function.arguments is not valid JSON", 0),
+            0u)
+      << got.status().message();
+  const ordered_json deep = ordered_json::array(
+      {{{"role", "assistant"},
+        {"tool_calls", {{{"function", {{"name", "f"}, {"arguments", std::string(200, '[')}}}}}}}});
+  EXPECT_FALSE(PrepareMessagesForTemplate(deep).ok());
+  EXPECT_FALSE(PrepareMessagesForTemplate(ordered_json::object()).ok());
+}
+
+// Templates see `tools` from the extra context, and tool calls whose arguments are objects.
+TEST(PrepareMessagesForTemplate, TemplatesSeeToolsAndArgumentObjects) {
+  Result<ChatTemplate> t = ChatTemplate::Parse(
+      "{{ tools | map(attribute='function.name') | join(',') }}|"
+      "{% for m in messages %}{% for tc in m.tool_calls %}{% for k, v in tc.function.arguments.items() %}"
+      "{{ k }}={{ v }};{% endfor %}{{ tc.function.arguments | tojson }}{% endfor %}{% endfor %}");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  Result<ordered_json> msgs = PrepareMessagesForTemplate(ordered_json::parse(R"([{"role": "assistant",
+      "content": null, "tool_calls": [{"function": {"name": "f", "arguments": "{\"city\":\"Paris\"}"}}]}])"));
+  ASSERT_TRUE(msgs.ok());
+  const ordered_json ctx = {{"tools", ordered_json::parse(R"([{"type": "function", "function": {"name": "f"}},
+      {"type": "function", "function": {"name": "g"}}])")}};
+  Result<std::string> out = t->Apply(*msgs, false, ctx);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(*out, R"(f,g|city=Paris;{"city": "Paris"})");
 }
 
 }  // namespace
