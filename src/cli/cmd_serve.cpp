@@ -42,6 +42,7 @@ struct ServeFlags {
   std::string flash_attn;
   std::string cache_type_k, cache_type_v;
   bool no_warmup = false;
+  bool verbose = false;
   std::vector<std::string> api_keys;  // --api-key, repeatable
   std::string api_key_file;
 };
@@ -198,6 +199,7 @@ Result<std::string> ReadFile(const std::string& path) {
 }
 
 Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
+  if (f->verbose) SetLogLevel(LogLevel::kDebug);
   LS_RETURN_IF_ERROR(ReadLlamaStyleExtras(extras, f));
   server::ServerOptions& o = f->opts;
   // Keys are never echoed: errors name the flag or file only.
@@ -334,6 +336,7 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
   sub->add_option("--api-key-file", f->api_key_file,
                   "File of API keys, one per line (blank lines and #comments ignored)");
   sub->add_flag("--metrics-no-auth", o.metrics_no_auth, "GET /metrics answers without an API key");
+  sub->add_flag("-v,--verbose", f->verbose, "Debug logging (per-request details such as grammar statistics)");
   sub->add_flag("--embeddings,--embedding", o.engine.embeddings, "Serve /v1/embeddings");
   sub->add_option("--pooling", f->pooling,
                   "Embedding pooling: none, mean, cls or last (default: the model's, else mean)")

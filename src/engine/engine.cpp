@@ -175,6 +175,15 @@ Result<std::shared_ptr<RequestStream>> Engine::Submit(GenerationRequest req) {
   return stream;
 }
 
+const ConstraintVocab& Engine::GrammarVocab() const {
+  std::call_once(grammar_vocab_once_, [this] {
+    const Clock::time_point t0 = Clock::now();
+    grammar_vocab_ = std::make_unique<ConstraintVocab>(*tokenizer_);
+    LS_LOG_INFO("grammar: vocabulary index of %d tokens built in %.1f ms", tokenizer_->n_vocab(), MsSince(t0));
+  });
+  return *grammar_vocab_;
+}
+
 EngineStats Engine::Stats() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   EngineStats s = impl_->stats;
@@ -333,8 +342,23 @@ void Engine::Impl::Step() {
     Slot& s = slots[batch.slot[out.logit_rows[r]]];
     const bool first = s.n_generated == 0;
     if (first) s.t_first = Clock::now();
-    const TokenId tok =
-        s.sampler->Sample(out.logits.data() + r * e.model_->hparams().n_vocab, e.model_->hparams().n_vocab);
+    const int32_t n_vocab = e.model_->hparams().n_vocab;
+    const float* logits = out.logits.data() + r * n_vocab;
+    TokenId tok = -1;
+    if (s.constrained) {
+      // Tokens this request may still have: its slot's room, and max_tokens.
+      int32_t left = s.limit_cells - kv->n_cells(s.id);
+      if (s.req.n_predict >= 0) left = std::min(left, s.req.n_predict - s.n_generated);
+      Result<TokenId> picked = s.constrained->Pick(*s.sampler, logits, n_vocab, e.GrammarVocab(),
+                                                   *e.tokenizer_, left, &grammar_logits, &grammar_mask);
+      if (!picked.ok()) {
+        Fail(s, picked.status());
+        continue;
+      }
+      tok = *picked;
+    } else {
+      tok = s.sampler->Sample(logits, n_vocab);
+    }
     ++n_gen_tokens;
     OnToken(s, tok);
   }
@@ -363,12 +387,17 @@ void Engine::Impl::OnToken(Slot& s, TokenId tok) {
   const Tokenizer& tk = *engine->tokenizer_;
   s.sampler->Accept(tok);
   ++s.n_generated;
-  if (!s.req.ignore_eos && tk.IsEog(tok)) {
+  // Under a grammar an end-of-generation token is sampled only where the grammar may end, so it ends the
+  // output even with ignore_eos.
+  if ((!s.req.ignore_eos || s.constrained) && tk.IsEog(tok)) {
     Finish(s, "stop");
     return;
   }
+  const bool eog = tk.IsEog(tok);
+  const std::string piece = tk.TokenToPiece(tok, false);
+  if (s.constrained) s.constrained->Advance(eog ? std::string() : piece);
   bool hit_stop = false;
-  std::string text = s.text.Append(tk.TokenToPiece(tok, false), &hit_stop);
+  std::string text = s.text.Append(piece, &hit_stop);
   if (!text.empty() || !hit_stop) {
     Event ev;
     ev.type = Event::kToken;
@@ -376,7 +405,7 @@ void Engine::Impl::OnToken(Slot& s, TokenId tok) {
     ev.text = std::move(text);
     s.stream->Push(std::move(ev));
   }
-  if (hit_stop) {
+  if (hit_stop || (s.constrained && s.constrained->MustEnd())) {
     Finish(s, "stop");
   } else if (s.req.n_predict >= 0 && s.n_generated >= s.req.n_predict) {
     Finish(s, "length");
@@ -389,6 +418,12 @@ void Engine::Impl::OnToken(Slot& s, TokenId tok) {
 }
 
 void Engine::Impl::Finish(Slot& s, const std::string& reason) {
+  if (s.constrained) {
+    LS_LOG_DEBUG("slot %d: grammar %s; %lld tokens checked, %lld needed a full mask, %lld closing", s.id,
+                 s.constrained->active() ? "active" : "not triggered",
+                 static_cast<long long>(s.constrained->n_checked()), static_cast<long long>(s.constrained->n_masked()),
+                 static_cast<long long>(s.constrained->n_closing()));
+  }
   std::string rest = s.text.Flush();
   if (!rest.empty()) {
     Event ev;
@@ -419,6 +454,7 @@ void Engine::Impl::Fail(Slot& s, const Status& st) {
 void Engine::Impl::Release(Slot& s, bool keep_cache) {
   s.stream.reset();
   s.sampler.reset();
+  s.constrained.reset();
   s.budget_bytes = 0;
   s.last_used = ++tick;
   std::vector<float>().swap(s.hidden);

@@ -16,10 +16,13 @@
 
 #include "core/status.h"
 #include "engine/sampler.h"
+#include "grammar/grammar.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lazyslot {
+
+struct ConstraintVocab;  // engine/constrained.h
 
 struct EngineConfig {
   std::string model_path;
@@ -53,6 +56,11 @@ struct GenerationRequest {
   // Keep this request's KV in its slot when it ends, and start from the longest matching prefix of a slot's
   // kept KV (llama-server's cache_prompt). Results are the same either way.
   bool cache_prompt = true;
+  // Constrained output (src/grammar); null: free text. With no triggers the grammar applies from the first
+  // token; with triggers it starts where the output first contains one (tool_choice "auto").
+  grammar::GrammarPtr grammar;
+  std::vector<std::string> grammar_triggers;
+  bool grammar_trigger_at_start = false;  // a trigger counts only at the output's start
 };
 
 // One thing that happened to a request, in order. kToken events carry only complete UTF-8 text.
@@ -156,6 +164,10 @@ class Engine {
   Result<std::shared_ptr<RequestStream>> Submit(GenerationRequest request);
 
   EngineStats Stats() const;
+
+  // The vocabulary as the grammar matcher reads it (engine/constrained.h). Built on first use, so a server
+  // that never constrains output never pays for it.
+  const ConstraintVocab& GrammarVocab() const;
   MemoryReport Memory() const;
 
   // Slot state (llama-server's POST /slots/{id}?action=...): the slot's tokens and their K/V rows, to or
@@ -177,6 +189,8 @@ class Engine {
   int32_t n_ctx_slot_ = 0;
   PoolingType pooling_ = PoolingType::kMean;
   std::unique_ptr<Impl> impl_;
+  mutable std::once_flag grammar_vocab_once_;
+  mutable std::unique_ptr<ConstraintVocab> grammar_vocab_;
 };
 
 }  // namespace lazyslot

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/constrained.h"
 #include "engine/engine.h"
 #include "engine/text_output.h"
 #include "kv/kv_cache.h"
@@ -43,6 +44,7 @@ struct Engine::Impl {
     TokenId next_token = -1;    // sampled, to be fed in the next step
     int32_t n_generated = 0;
     std::unique_ptr<Sampler> sampler;
+    std::optional<ConstrainedOutput> constrained;  // requests with a grammar
     TextOutput text;
     std::vector<float> hidden;  // embedding requests: hidden rows of the prompt, [n, n_embd]
     Clock::time_point t_start, t_first;
@@ -73,6 +75,8 @@ struct Engine::Impl {
   int32_t capacity_cells = 0;  // most cells one request may use: the slot size, capped by --kv-budget
   uint64_t model_id = 0;       // identity of the weights, written into slot files
   uint64_t tick = 0;
+  std::vector<float> grammar_logits;   // scratch: logits with the grammar's rejected tokens at -inf
+  std::vector<uint8_t> grammar_mask;   // scratch: allowed[token]
 
   // Idle release (scheduler thread).
   Clock::time_point last_work = Clock::now();

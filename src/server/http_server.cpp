@@ -38,7 +38,17 @@ size_t MaxConnections(const ServerOptions& o) {
   return static_cast<size_t>(std::min(1024, o.engine.n_parallel + o.engine.max_queue + 16));
 }
 
+Status LoadChatTemplateOnly(ServerState& st);
+
+// The template, then the tool-call format its model writes (chosen from the template's text).
 Status LoadChatTemplate(ServerState& st) {
+  LS_RETURN_IF_ERROR(LoadChatTemplateOnly(st));
+  st.tool_format = DetectToolCallFormat(st.chat_template->source());
+  LS_LOG_INFO("tool calls: format '%s'", ToolCallFormatName(st.tool_format));
+  return Status::Ok();
+}
+
+Status LoadChatTemplateOnly(ServerState& st) {
   const ServerOptions& o = st.opts;
   if (o.chat_template.empty()) {
     Result<std::string> src = st.engine->model().file().GetString("tokenizer.chat_template");

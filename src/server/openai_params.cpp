@@ -251,14 +251,6 @@ Result<GenerationParams> ParseGenerationParams(const Json& body) {
       return FieldError("top_logprobs", "log-probabilities are not supported by this server");
     }
   }
-  if (Present(body, "response_format")) {
-    const Json& v = body.at("response_format");
-    if (!v.is_object()) return FieldError("response_format", "expected an object, got " + TypeName(v));
-    auto it = v.find("type");
-    if (it != v.end() && !(it->is_string() && it->get<std::string>() == "text")) {
-      return FieldError("response_format.type", "only \"text\" is supported (no constrained JSON output)");
-    }
-  }
   return p;
 }
 
@@ -304,6 +296,8 @@ const std::vector<std::string>& GenerationFields() {
                                                    "logprobs",
                                                    "top_logprobs",
                                                    "response_format",
+                                                   "json_schema",
+                                                   "grammar",
                                                    "logit_bias",
                                                    "model",
                                                    "user",
@@ -346,21 +340,6 @@ Status CheckUnsupportedValues(const Json& body, RequestKind kind) {
     const Json& v = body.at("logit_bias");
     if (!v.is_object()) return FieldError("logit_bias", "expected an object, got " + TypeName(v));
     if (!v.empty()) return FieldError("logit_bias", "token biases are not supported by this server");
-  }
-  if (kind == RequestKind::kChat && Present(body, "tool_choice")) {
-    const Json& v = body.at("tool_choice");
-    if (!v.is_string() ||
-        (v.get_ref<const std::string&>() != "auto" && v.get_ref<const std::string&>() != "none")) {
-      return FieldError(
-          "tool_choice",
-          "only \"auto\" and \"none\" are supported (tool calls are not enforced), got " + v.dump());
-    }
-  }
-  if (kind == RequestKind::kChat && Present(body, "parallel_tool_calls")) {
-    if (!body.at("parallel_tool_calls").is_boolean()) {
-      return FieldError("parallel_tool_calls",
-                        "expected a boolean, got " + TypeName(body.at("parallel_tool_calls")));
-    }
   }
   if (kind == RequestKind::kCompletion && Present(body, "best_of")) {
     LS_ASSIGN_OR_RETURN(int64_t n, IntegerValue(body.at("best_of"), "best_of", 1, 1000));

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/log.h"
+#include "server/chat_request.h"
 #include "server/connection.h"
 #include "server/errors.h"
 #include "server/openai_params.h"
@@ -24,6 +25,7 @@ struct Choice {
   std::string text;  // non-streamed: accumulated content
   bool done = false;
   Event final;  // the kDone event
+  std::unique_ptr<ToolCallStreamParser> calls;  // streamed chat with tools: splits content from calls
 };
 
 // One HTTP request's generations (several when `prompt` is a list) and what is needed to answer it.
@@ -33,6 +35,8 @@ struct Generation {
   std::string id;
   int64_t created = 0;
   GenerationParams params;
+  ToolRequest tools;                  // chat: tools.active() -> answers are parsed for calls
+  ToolCallParseOptions parse_options;
   std::vector<Choice> choices;
   int fd = -1;           // the client's socket, for noticing a disconnect (-1: unknown)
   Deadline deadline{0};  // --request-timeout, counted from the request's arrival (queue wait included)
@@ -156,6 +160,44 @@ nlohmann::json StreamChunk(const Generation& g, size_t i, const std::string& tex
   return j;
 }
 
+// OpenAI's finish_reason: "tool_calls" when a chat answer holds calls.
+std::string FinishReason(const Generation& g, const Choice& c, size_t n_calls) {
+  return g.api == Api::kChat && n_calls > 0 ? "tool_calls" : c.final.finish_reason;
+}
+
+// A chat chunk with a ready delta (content or tool-call deltas), or the final one with `finish`.
+nlohmann::json ChatChunk(const Generation& g, size_t i, nlohmann::json delta, const std::string* finish) {
+  nlohmann::json j = ChunkBase(g);
+  j["choices"] = nlohmann::json::array({{{"index", i},
+                                         {"delta", std::move(delta)},
+                                         {"logprobs", nullptr},
+                                         {"finish_reason", finish ? nlohmann::json(*finish) : nlohmann::json()}}});
+  if (finish) j["timings"] = Timings(g.choices[i].final);
+  return j;
+}
+
+// The assistant message of a chat answer: content, and tool_calls when the request offered tools.
+nlohmann::json ChatMessageJson(const Generation& g, const Choice& c, size_t* n_calls) {
+  *n_calls = 0;
+  if (!g.tools.active()) return {{"role", "assistant"}, {"content", c.text}};
+  ParsedOutput parsed =
+      ParseToolCalls(c.text, g.st->tool_format, g.tools.tools, g.parse_options);
+  nlohmann::json m = {{"role", "assistant"}};
+  // OpenAI sends content null when the answer is only calls.
+  m["content"] = parsed.content.empty() && !parsed.tool_calls.empty() ? nlohmann::json() : nlohmann::json(parsed.content);
+  if (!parsed.tool_calls.empty()) {
+    nlohmann::json calls = nlohmann::json::array();
+    for (const ToolCall& call : parsed.tool_calls) {
+      calls.push_back({{"id", call.id},
+                       {"type", "function"},
+                       {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    }
+    m["tool_calls"] = std::move(calls);
+  }
+  *n_calls = parsed.tool_calls.size();
+  return m;
+}
+
 nlohmann::json FinalResponse(const Generation& g) {
   if (g.api == Api::kLlama) {
     nlohmann::json all = nlohmann::json::array();
@@ -178,7 +220,9 @@ nlohmann::json FinalResponse(const Generation& g) {
     const Choice& c = g.choices[i];
     nlohmann::json choice = {{"index", i}, {"logprobs", nullptr}, {"finish_reason", c.final.finish_reason}};
     if (g.api == Api::kChat) {
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      size_t n_calls = 0;
+      choice["message"] = ChatMessageJson(g, c, &n_calls);
+      choice["finish_reason"] = FinishReason(g, c, n_calls);
     } else {
       choice["text"] = c.text;
     }
@@ -196,39 +240,6 @@ nlohmann::json FinalResponse(const Generation& g) {
 }
 
 std::string Sse(const nlohmann::json& j) { return "data: " + Dump(j) + "\n\n"; }
-
-// Renders the chat through the template and tokenizes it (control tokens in the rendered text are parsed).
-Result<std::vector<TokenId>> ChatPrompt(const ServerState& st, const Json& body) {
-  LS_ASSIGN_OR_RETURN(Json messages, ParseChatMessages(body));
-  Json extra = Json::object();
-  extra["bos_token"] = st.bos_text;
-  extra["eos_token"] = st.eos_text;
-  auto tools = body.find("tools");
-  if (tools != body.end() && !tools->is_null()) {
-    if (!tools->is_array()) return InvalidArgument("tools: expected a list, got " + TypeName(*tools));
-    if (!tools->empty()) extra["tools"] = *tools;
-  }
-  auto kwargs = body.find("chat_template_kwargs");
-  if (kwargs != body.end() && !kwargs->is_null()) {
-    if (!kwargs->is_object()) {
-      return InvalidArgument("chat_template_kwargs: expected an object, got " + TypeName(*kwargs));
-    }
-    for (auto it = kwargs->begin(); it != kwargs->end(); ++it) extra[it.key()] = it.value();
-  }
-  Result<std::string> text = st.chat_template->Apply(messages, /*add_generation_prompt=*/true, extra);
-  if (!text.ok()) {
-    // Template failures (including the template's own raise_exception) are about the request's messages.
-    return InvalidArgument("messages: the chat template '" + st.chat_template->name() +
-                           "' could not render them: " + text.status().message());
-  }
-  const Tokenizer& tok = st.engine->tokenizer();
-  // Templates that print bos_token themselves must not get a second BOS from the tokenizer.
-  const bool add_special = !(tok.add_bos() && !st.bos_text.empty() && text->rfind(st.bos_text, 0) == 0);
-  Result<std::vector<TokenId>> ids = tok.Tokenize(*text, add_special, /*parse_special=*/true);
-  if (!ids.ok())
-    return InvalidArgument("messages: tokenizing the rendered chat failed: " + ids.status().message());
-  return ids;
-}
 
 Result<std::vector<std::vector<TokenId>>> CompletionPrompts(const ServerState& st, const Json& body) {
   auto it = body.find("prompt");
@@ -285,8 +296,20 @@ void StreamResponse(std::shared_ptr<Generation> g, httplib::Response& res) {
           return true;
         }
         Choice& c = g->choices[i];
-        if (ev.type == Event::kToken) {
+        if (ev.type == Event::kToken && c.calls) {
+          for (const ToolStreamDelta& d : c.calls->Feed(ev.text)) {
+            if (!write(Sse(ChatChunk(*g, i, d.ToOpenAiJson(), nullptr)))) return false;
+          }
+        } else if (ev.type == Event::kToken) {
           if (!ev.text.empty() && !write(Sse(StreamChunk(*g, i, ev.text, nullptr)))) return false;
+        } else if (ev.type == Event::kDone && c.calls) {
+          c.done = true;
+          c.final = std::move(ev);
+          for (const ToolStreamDelta& d : c.calls->Finish()) {
+            if (!write(Sse(ChatChunk(*g, i, d.ToOpenAiJson(), nullptr)))) return false;
+          }
+          const std::string finish = FinishReason(*g, c, c.calls->result().tool_calls.size());
+          if (!write(Sse(ChatChunk(*g, i, nlohmann::json::object(), &finish)))) return false;
         } else if (ev.type == Event::kDone) {
           c.done = true;
           c.final = std::move(ev);
@@ -342,14 +365,25 @@ void HandleGeneration(ServerState& st, Api api, const httplib::Request& req, htt
   }
 
   std::vector<std::vector<TokenId>> prompts;
+  ChatSetup chat;
   if (api == Api::kChat) {
-    Result<std::vector<TokenId>> ids = ChatPrompt(st, *body);
-    if (!ids.ok()) return SetStatusError(res, ids.status());
-    prompts.push_back(std::move(*ids));
+    Result<ChatSetup> setup = PrepareChat(st, *body);
+    if (!setup.ok()) return SetStatusError(res, setup.status());
+    chat = std::move(*setup);
+    prompts.push_back(std::move(chat.prompt));
   } else {
+    Result<OutputConstraint> constraint = ParseOutputConstraint(*body);
+    if (!constraint.ok()) return SetStatusError(res, constraint.status());
+    chat.constraint = std::move(*constraint);
     Result<std::vector<std::vector<TokenId>>> ids = CompletionPrompts(st, *body);
     if (!ids.ok()) return SetStatusError(res, ids.status());
     prompts = std::move(*ids);
+  }
+  grammar::GrammarPtr grammar;
+  if (!chat.constraint.gbnf.empty()) {
+    Result<grammar::GrammarPtr> compiled = CompileConstraint(chat.constraint);
+    if (!compiled.ok()) return SetStatusError(res, compiled.status());
+    grammar = std::move(*compiled);
   }
   // Every prompt of a list is submitted at once: more than the slots and queue places can never be
   // accepted together, whatever the load, so that is the request's fault (400), not overload (503).
@@ -370,6 +404,8 @@ void HandleGeneration(ServerState& st, Api api, const httplib::Request& req, htt
   g->id = NewId(api == Api::kChat ? "chatcmpl-" : "cmpl-");
   g->created = UnixNow();
   g->params = std::move(*params);
+  g->tools = std::move(chat.tools);
+  g->parse_options = chat.parse_options;
   g->fd = FindConnectionSocket(req);
   if (!g->params.seed_given) g->params.sampling.seed = RandomSeed();
   if (st.opts.n_predict >= 0 && (g->params.n_predict < 0 || g->params.n_predict > st.opts.n_predict)) {
@@ -386,6 +422,9 @@ void HandleGeneration(ServerState& st, Api api, const httplib::Request& req, htt
     gr.stop = g->params.stop;
     gr.ignore_eos = g->params.ignore_eos;
     gr.cache_prompt = g->params.cache_prompt;
+    gr.grammar = grammar;
+    gr.grammar_triggers = chat.constraint.triggers;
+    gr.grammar_trigger_at_start = chat.trigger_at_start;
     Result<std::shared_ptr<RequestStream>> stream = st.engine->Submit(std::move(gr));
     if (!stream.ok()) {
       g->CancelAll();
@@ -393,7 +432,11 @@ void HandleGeneration(ServerState& st, Api api, const httplib::Request& req, htt
       if (prompts.size() > 1) s = Status(s.code(), "prompt[" + std::to_string(i) + "]: " + s.message());
       return SetStatusError(res, s);
     }
-    g->choices.push_back(Choice{std::move(*stream), "", false, Event{}});
+    Choice c{std::move(*stream), "", false, Event{}, nullptr};
+    if (api == Api::kChat && g->params.stream && g->tools.active()) {
+      c.calls = std::make_unique<ToolCallStreamParser>(st.tool_format, g->tools.tools, g->parse_options);
+    }
+    g->choices.push_back(std::move(c));
   }
 
   if (g->params.stream) return StreamResponse(g, res);

@@ -11,10 +11,11 @@
 #include <optional>
 #include <string>
 
+#include "chat/chat_template.h"
+#include "chat/tool_calls.h"
 #include "engine/engine.h"
 #include "server/http_server.h"
 #include "server/httplib_include.h"
-#include "chat/chat_template.h"
 
 namespace lazyslot::server {
 
@@ -25,6 +26,7 @@ struct HttpServer::State {
   std::atomic<bool> stopping{false};  // Stop() called: handlers cancel their requests and return
   std::unique_ptr<Engine> engine;     // set once before `ready`; read-only afterwards
   std::optional<ChatTemplate> chat_template;
+  ToolCallFormat tool_format = ToolCallFormat::kGeneric;  // how the template's model writes tool calls
   std::string model_id;
   std::string bos_text, eos_text;  // passed to chat templates as bos_token / eos_token
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();

@@ -1,6 +1,7 @@
 // Drives the real server with the official `openai` npm client (tests/server/openai_client_test.mjs):
 // chat (plain, streamed, stream helper), completions, embeddings (float and the client's default base64),
-// models, a 400 and a 401. `npm install` runs here when tests/server/node_modules is missing.
+// models, a 400 and a 401; and tests/server/openai_agents_test.mjs (tool calls, structured output) on two
+// models. `npm install` runs here when a package in tests/server/node_modules is missing.
 #include <gtest/gtest.h>
 
 #include "server_harness.h"
@@ -14,26 +15,54 @@ bool HaveCommand(const std::string& name) {
   return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;
 }
 
-TEST(ServerNodeClient, OfficialOpenAiPackage) {
-  REQUIRE_SHARED_FILE(kQwenVocab);
+// Skips (or fails in CI) without node/npm; installs the npm packages when one is missing.
+void RequireNodePackages(const std::string& dir) {
   if (!HaveCommand("node") || !HaveCommand("npm")) {
     if (InCi()) FAIL() << "node and npm are required in CI (CI=true)";
     GTEST_SKIP() << "node/npm not installed";
   }
-  const std::string dir = std::string(LAZYSLOT_SOURCE_DIR) + "/tests/server";
-  std::string out;
-  if (!std::filesystem::exists(dir + "/node_modules/openai/package.json")) {
+  for (const char* pkg : {"openai", "ajv"}) {
+    if (std::filesystem::exists(dir + "/node_modules/" + pkg + "/package.json")) continue;
+    std::string out;
     const int rc = RunShell("cd " + ShellQuote(dir) + " && npm install --no-audit --no-fund", &out);
     ASSERT_EQ(rc, 0) << "npm install failed:\n" << out;
+    break;
   }
+}
+
+std::string TestDir() { return std::string(LAZYSLOT_SOURCE_DIR) + "/tests/server"; }
+
+TEST(ServerNodeClient, OfficialOpenAiPackage) {
+  REQUIRE_SHARED_FILE(kQwenVocab);
+  const std::string dir = TestDir();
+  RequireNodePackages(dir);
+  if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
   START_SERVER(srv, {"-m", SharedPath(kQwenVocab), "-np", "2", "--embeddings", "--api-key", "node-test-key"});
-  out.clear();
+  std::string out;
   const int rc = RunShell("cd " + ShellQuote(dir) + " && LAZYSLOT_URL=" + ShellQuote(srv->Url("")) +
                               " LAZYSLOT_API_KEY=node-test-key node openai_client_test.mjs",
                           &out);
   std::fprintf(stderr, "%s", out.c_str());
   EXPECT_EQ(rc, 0) << out << "\nserver log:\n" << srv->Log();
 }
+
+// tests/server/openai_agents_test.mjs on one model: tool calls, structured output and their 400s.
+void RunAgentChecks(const char* model) {
+  REQUIRE_SHARED_FILE(model);
+  const std::string dir = TestDir();
+  RequireNodePackages(dir);
+  if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
+  START_SERVER(srv, {"-m", SharedPath(model), "-np", "2", "-c", "4096", "--api-key", "agent-key"});
+  std::string out;
+  const int rc = RunShell("cd " + ShellQuote(dir) + " && LAZYSLOT_URL=" + ShellQuote(srv->Url("")) +
+                              " LAZYSLOT_API_KEY=agent-key node openai_agents_test.mjs",
+                          &out);
+  std::fprintf(stderr, "%s", out.c_str());
+  EXPECT_EQ(rc, 0) << out << "\nserver log:\n" << srv->Log();
+}
+
+TEST(ServerNodeClient, AgentsQwen3Vocab) { RunAgentChecks(kQwenVocab); }
+TEST(ServerNodeClient, AgentsTinyLlama) { RunAgentChecks("models/TinyLLama-v0-Q4_0.gguf"); }
 
 }  // namespace
 }  // namespace lazyslot::testing

@@ -1,0 +1,26 @@
+// A chat completion request made ready for the engine: messages in template form (tool-call arguments as
+// objects), rendered with `tools` through the model's template and tokenized; the tool request (tools,
+// tool_choice, parallel_tool_calls) and the one grammar that constrains the answer (response_format,
+// json_schema, grammar or the tool-call grammar).
+#pragma once
+
+#include <vector>
+
+#include "chat/tool_calls.h"
+#include "server/openai_params.h"
+#include "server/output_constraint.h"
+#include "server/server_state.h"
+
+namespace lazyslot::server {
+
+struct ChatSetup {
+  std::vector<TokenId> prompt;
+  ToolRequest tools;                  // tools.active(): the answer is parsed for calls
+  ToolCallParseOptions parse_options;  // e.g. the prompt leaves a <think> open
+  OutputConstraint constraint;         // gbnf empty: free text
+  bool trigger_at_start = false;       // lazy tool grammar of a bare-JSON format: only at the output's start
+};
+
+Result<ChatSetup> PrepareChat(const ServerState& st, const Json& body);
+
+}  // namespace lazyslot::server
