@@ -50,6 +50,21 @@ check('tool_choice "required": a valid call every time', async () => {
   }
 });
 
+check('tool_choice "auto": text, or valid calls when the model opens one', async () => {
+  for (let i = 0; i < ROUNDS; i++) {
+    const r = await client.chat.completions.create({ model: 'any', messages, tools, max_tokens: 48,
+                                                     temperature: 1.0, seed: 600 + i });
+    const c = r.choices[0];
+    if (c.message.tool_calls && c.message.tool_calls.length) {
+      assert.equal(c.finish_reason, 'tool_calls');
+      for (const call of c.message.tool_calls) checkCall(call, ['get_weather', 'add']);
+    } else {
+      assert.ok(['stop', 'length'].includes(c.finish_reason));
+      assert.equal(typeof c.message.content, 'string');
+    }
+  }
+});
+
 check('named function: that function, valid, every time', async () => {
   for (let i = 0; i < ROUNDS; i++) {
     const r = await client.chat.completions.create({ model: 'any', messages, tools, max_tokens: 128,
