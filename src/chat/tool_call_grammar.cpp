@@ -13,30 +13,8 @@ namespace {
 using nlohmann::ordered_json;
 namespace tci = tool_call_internal;
 
-// A GBNF string literal (UTF-8 passes through; quotes, backslashes and control bytes are escaped).
-std::string Lit(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
+// A GBNF string literal.
+std::string Lit(std::string_view s) { return grammar::GbnfLiteral(s); }
 
 std::string Rule(const std::string& name, const std::string& body) { return name + " ::= " + body + "\n"; }
 

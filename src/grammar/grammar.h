@@ -60,6 +60,9 @@ Result<std::string> JsonSchemaToGbnf(const nlohmann::ordered_json& schema, std::
 // Any JSON object (response_format json_object), with the same naming rule.
 std::string JsonObjectGbnf(std::string_view prefix = "root");
 
+// `"..."`: text as a GBNF literal, with escapes for `"`, `\` and control characters; other UTF-8 is copied.
+std::string GbnfLiteral(std::string_view utf8);
+
 // The vocabulary as bytes, indexed once per model (a trie over the pieces). pieces[id] is the token's text
 // as raw bytes; an empty piece (control tokens) is never allowed while a grammar is active.
 class VocabIndex {

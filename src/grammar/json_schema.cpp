@@ -13,7 +13,7 @@ namespace lazyslot::grammar {
 namespace {
 
 using J = nlohmann::ordered_json;
-using schema::GbnfLiteral;
+
 using schema::RuleTable;
 
 const std::set<std::string>& Annotations() {

@@ -14,8 +14,6 @@
 
 namespace lazyslot::grammar::schema {
 
-// `"..."` with GBNF escapes for `"`, `\` and control characters; other UTF-8 is copied.
-std::string GbnfLiteral(std::string_view utf8);
 // `[...]` for a code-point set (escaping what GBNF classes need). An empty set gives `[^\x00-\U0010FFFF]`.
 std::string GbnfClass(const CpSet& set);
 

@@ -50,27 +50,6 @@ std::string EncodeUtf8(uint32_t cp) {
   return s;
 }
 
-std::string GbnfLiteral(std::string_view utf8) {
-  std::string out = "\"";
-  for (char ch : utf8) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7F) {
-      out += "\\x" + Hex(c, 2);
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
 
 std::string GbnfClass(const CpSet& set) {
   if (set.empty()) return "[^\\x00-\\U0010FFFF]";
@@ -293,3 +272,29 @@ std::string NumberRangeGbnf(std::optional<NumberBound> lo, std::optional<NumberB
 }
 
 }  // namespace lazyslot::grammar::schema
+
+namespace lazyslot::grammar {
+
+std::string GbnfLiteral(std::string_view utf8) {
+  std::string out = "\"";
+  for (char ch : utf8) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      out += "\\x" + schema::Hex(c, 2);
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace lazyslot::grammar
