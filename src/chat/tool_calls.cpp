@@ -26,7 +26,8 @@ bool Has(std::string_view src, std::string_view needle) { return src.find(needle
 Result<std::vector<ToolSpec>> ParseTools(const ordered_json& tools) {
   std::vector<ToolSpec> out;
   if (tools.is_null()) return out;
-  if (!tools.is_array()) return InvalidArgument(std::string("tools: expected a list, got ") + tools.type_name());
+  if (!tools.is_array())
+    return InvalidArgument(std::string("tools: expected a list, got ") + tools.type_name());
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string at = "tools[" + std::to_string(i) + "]";
     const ordered_json& entry = tools[i];
@@ -101,7 +102,8 @@ Result<ToolChoice> ParseToolChoice(const ordered_json& tool_choice, const std::v
     return InvalidArgument("tool_choice.type: must be \"function\"");
   }
   auto fn = tool_choice.find("function");
-  if (fn == tool_choice.end() || !fn->is_object()) return InvalidArgument("tool_choice.function: is required");
+  if (fn == tool_choice.end() || !fn->is_object())
+    return InvalidArgument("tool_choice.function: is required");
   auto name = fn->find("name");
   if (name == fn->end() || !name->is_string()) {
     return InvalidArgument("tool_choice.function.name: is required (a string)");

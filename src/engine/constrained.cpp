@@ -33,7 +33,8 @@ ConstraintVocab::ConstraintVocab(const Tokenizer& tok) : index(GrammarPieces(tok
   byte_token.fill(-1);
   for (TokenId id = 0; id < index.size(); ++id) {
     const std::string& p = index.piece(id);
-    if (p.size() == 1 && byte_token[static_cast<uint8_t>(p[0])] < 0) byte_token[static_cast<uint8_t>(p[0])] = id;
+    if (p.size() == 1 && byte_token[static_cast<uint8_t>(p[0])] < 0)
+      byte_token[static_cast<uint8_t>(p[0])] = id;
   }
   eog = tok.eos() >= 0 && tok.IsEog(tok.eos()) ? tok.eos() : -1;
   for (TokenId id = 0; id < tok.n_vocab() && eog < 0; ++id) {
@@ -58,8 +59,9 @@ TokenId ConstrainedOutput::Closing(const float* logits, int32_t n_vocab, const C
   std::vector<TokenId> top(static_cast<size_t>(n_vocab));
   for (TokenId t = 0; t < n_vocab; ++t) top[t] = t;
   const int k = std::min<int>(kClosingTopK, n_vocab);
-  std::partial_sort(top.begin(), top.begin() + k, top.end(),
-                    [&](TokenId a, TokenId b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  std::partial_sort(top.begin(), top.begin() + k, top.end(), [&](TokenId a, TokenId b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
   cand.insert(cand.end(), top.begin(), top.begin() + k);
   TokenId best = -1;
   for (TokenId t : cand) {
@@ -159,7 +161,8 @@ void ConstrainedOutput::Advance(const std::string& piece) {
       matcher_ = std::move(m);
     } else {
       given_up_ = true;
-      LS_LOG_WARN("grammar: the text after a trigger does not start a valid sentence; output left unconstrained");
+      LS_LOG_WARN(
+          "grammar: the text after a trigger does not start a valid sentence; output left unconstrained");
     }
     seen_.clear();
     return;

@@ -59,7 +59,8 @@ size_t Matcher::MinBytesToEnd() const {
     for (size_t i = 0; i < s.size(); ++i) {
       // Inside a UTF-8 sequence the top's character is already begun: its remaining bytes, then the rest.
       const bool top = i + 1 == s.size();
-      sum = AddSat(sum, top && state_->need > 0 ? AddSat(state_->need, g.min_bytes[s[i] + 1]) : g.min_bytes[s[i]]);
+      sum = AddSat(sum,
+                   top && state_->need > 0 ? AddSat(state_->need, g.min_bytes[s[i] + 1]) : g.min_bytes[s[i]]);
     }
     best = std::min(best, sum);
   }

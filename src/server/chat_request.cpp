@@ -34,7 +34,8 @@ Result<std::vector<TokenId>> RenderPrompt(const ServerState& st, const Json& bod
   // Templates that print bos_token themselves must not get a second BOS from the tokenizer.
   const bool add_special = !(tok.add_bos() && !st.bos_text.empty() && text->rfind(st.bos_text, 0) == 0);
   Result<std::vector<TokenId>> ids = tok.Tokenize(*text, add_special, /*parse_special=*/true);
-  if (!ids.ok()) return InvalidArgument("messages: tokenizing the rendered chat failed: " + ids.status().message());
+  if (!ids.ok())
+    return InvalidArgument("messages: tokenizing the rendered chat failed: " + ids.status().message());
   *rendered = std::move(*text);
   return ids;
 }
@@ -52,7 +53,8 @@ Result<ChatSetup> PrepareChat(const ServerState& st, const Json& body) {
 
   if (!out.constraint.gbnf.empty()) {
     // One grammar holds at a time: a call's grammar and a schema for the answer would each reject the other.
-    return InvalidArgument(out.constraint.field + ": cannot be combined with tools unless tool_choice is \"none\"");
+    return InvalidArgument(out.constraint.field +
+                           ": cannot be combined with tools unless tool_choice is \"none\"");
   }
   Result<ToolGrammar> g =
       BuildToolGrammar(st.tool_format, out.tools.tools, out.tools.choice, out.tools.parallel_tool_calls);

@@ -15,7 +15,7 @@ namespace lazyslot::server {
 
 struct ChatSetup {
   std::vector<TokenId> prompt;
-  ToolRequest tools;                  // tools.active(): the answer is parsed for calls
+  ToolRequest tools;                   // tools.active(): the answer is parsed for calls
   ToolCallParseOptions parse_options;  // e.g. the prompt leaves a <think> open
   OutputConstraint constraint;         // gbnf empty: free text
   bool trigger_at_start = false;       // lazy tool grammar of a bare-JSON format: only at the output's start

@@ -37,7 +37,8 @@ Result<OutputConstraint> FromResponseFormat(const Json& rf) {
   for (auto it = rf.begin(); it != rf.end(); ++it) {
     const bool known = it.key() == "type" || (t == "json_schema" && it.key() == "json_schema") ||
                        (t == "json_object" && it.key() == "schema");
-    if (!known) return InvalidArgument("response_format." + it.key() + ": unknown field for type \"" + t + "\"");
+    if (!known)
+      return InvalidArgument("response_format." + it.key() + ": unknown field for type \"" + t + "\"");
   }
   if (t == "text") return OutputConstraint{};
   if (t == "json_object") {
@@ -46,8 +47,8 @@ Result<OutputConstraint> FromResponseFormat(const Json& rf) {
     return OutputConstraint{grammar::JsonObjectGbnf("root"), {}, "response_format"};
   }
   if (t != "json_schema") {
-    return InvalidArgument("response_format.type: expected \"text\", \"json_object\" or \"json_schema\", got \"" +
-                           t + "\"");
+    return InvalidArgument(
+        "response_format.type: expected \"text\", \"json_object\" or \"json_schema\", got \"" + t + "\"");
   }
   auto js = rf.find("json_schema");
   if (js == rf.end() || js->is_null()) return InvalidArgument("response_format.json_schema: is required");
@@ -67,7 +68,8 @@ Result<OutputConstraint> FromResponseFormat(const Json& rf) {
     return InvalidArgument("response_format.json_schema.strict: expected a boolean");
   }
   // OpenAI's schema is optional; without one the answer is any JSON object.
-  if (!Present(*js, "schema")) return OutputConstraint{grammar::JsonObjectGbnf("root"), {}, "response_format"};
+  if (!Present(*js, "schema"))
+    return OutputConstraint{grammar::JsonObjectGbnf("root"), {}, "response_format"};
   return FromSchema(js->at("schema"), "response_format.json_schema.schema");
 }
 
