@@ -49,8 +49,12 @@ ConstrainedOutput::ConstrainedOutput(grammar::GrammarPtr grammar, std::vector<st
   if (grammar_ && triggers_.empty()) matcher_.emplace(grammar_);
 }
 
-TokenId ConstrainedOutput::Closing(const float* logits, int32_t n_vocab, const ConstraintVocab& vocab,
-                                   size_t need) const {
+TokenId ConstrainedOutput::Closing(const Sampler& sampler, const float* raw_logits, int32_t n_vocab,
+                                   const ConstraintVocab& vocab, size_t need) const {
+  // Ranked with the request's logit_bias, so a banned token stays banned here too.
+  std::vector<float> biased(raw_logits, raw_logits + n_vocab);
+  sampler.ApplyBias(biased.data(), n_vocab);
+  const float* logits = biased.data();
   std::vector<TokenId> cand;
   cand.reserve(kClosingTopK + 256);
   for (TokenId t : vocab.byte_token) {
@@ -66,6 +70,7 @@ TokenId ConstrainedOutput::Closing(const float* logits, int32_t n_vocab, const C
   TokenId best = -1;
   for (TokenId t : cand) {
     if (t >= vocab.index.size() || (best >= 0 && logits[t] <= logits[best])) continue;
+    if (logits[t] == -std::numeric_limits<float>::infinity()) continue;
     if (!matcher_->Allows(vocab.index, t)) continue;
     grammar::Matcher next = *matcher_;
     if (next.Accept(vocab.index.piece(t)) && next.MinBytesToEnd() < need) best = t;
@@ -94,7 +99,7 @@ Result<TokenId> ConstrainedOutput::Pick(Sampler& sampler, const float* logits, i
   auto close = [&]() -> TokenId {
     ++n_closing_;
     if (can_end && cv.eog >= 0) return cv.eog;
-    return Closing(logits, n_vocab, cv, need);
+    return Closing(sampler, logits, n_vocab, cv, need);
   };
   if (need != SIZE_MAX && left <= need + 1) {
     const TokenId t = close();

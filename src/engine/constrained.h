@@ -72,7 +72,8 @@ class ConstrainedOutput {
   bool given_up_ = false;
   std::optional<grammar::Matcher> matcher_;
   // The best token that shortens the shortest completion (-1: none found).
-  TokenId Closing(const float* logits, int32_t n_vocab, const ConstraintVocab& vocab, size_t need) const;
+  TokenId Closing(const Sampler& sampler, const float* logits, int32_t n_vocab, const ConstraintVocab& vocab,
+                  size_t need) const;
 
   int64_t n_checked_ = 0, n_masked_ = 0, n_closing_ = 0;
 };

@@ -179,7 +179,8 @@ const ConstraintVocab& Engine::GrammarVocab() const {
   std::call_once(grammar_vocab_once_, [this] {
     const Clock::time_point t0 = Clock::now();
     grammar_vocab_ = std::make_unique<ConstraintVocab>(*tokenizer_);
-    LS_LOG_INFO("grammar: vocabulary index of %d tokens built in %.1f ms", tokenizer_->n_vocab(), MsSince(t0));
+    LS_LOG_INFO("grammar: vocabulary index of %d tokens built in %.1f ms", tokenizer_->n_vocab(),
+                MsSince(t0));
   });
   return *grammar_vocab_;
 }
@@ -421,7 +422,8 @@ void Engine::Impl::Finish(Slot& s, const std::string& reason) {
   if (s.constrained) {
     LS_LOG_DEBUG("slot %d: grammar %s; %lld tokens checked, %lld needed a full mask, %lld closing", s.id,
                  s.constrained->active() ? "active" : "not triggered",
-                 static_cast<long long>(s.constrained->n_checked()), static_cast<long long>(s.constrained->n_masked()),
+                 static_cast<long long>(s.constrained->n_checked()),
+                 static_cast<long long>(s.constrained->n_masked()),
                  static_cast<long long>(s.constrained->n_closing()));
   }
   std::string rest = s.text.Flush();

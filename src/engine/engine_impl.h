@@ -75,8 +75,8 @@ struct Engine::Impl {
   int32_t capacity_cells = 0;  // most cells one request may use: the slot size, capped by --kv-budget
   uint64_t model_id = 0;       // identity of the weights, written into slot files
   uint64_t tick = 0;
-  std::vector<float> grammar_logits;   // scratch: logits with the grammar's rejected tokens at -inf
-  std::vector<uint8_t> grammar_mask;   // scratch: allowed[token]
+  std::vector<float> grammar_logits;  // scratch: logits with the grammar's rejected tokens at -inf
+  std::vector<uint8_t> grammar_mask;  // scratch: allowed[token]
 
   // Idle release (scheduler thread).
   Clock::time_point last_work = Clock::now();

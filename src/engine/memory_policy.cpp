@@ -152,7 +152,8 @@ void Engine::Impl::AdmitQueued() {
     s.sampler = std::make_unique<Sampler>(s.req.sampling);
     for (TokenId t : s.req.prompt) s.sampler->Accept(t);
     s.constrained.reset();
-    if (s.req.grammar) s.constrained.emplace(s.req.grammar, s.req.grammar_triggers, s.req.grammar_trigger_at_start);
+    if (s.req.grammar)
+      s.constrained.emplace(s.req.grammar, s.req.grammar_triggers, s.req.grammar_trigger_at_start);
     s.text = TextOutput(s.req.stop);
     s.hidden.clear();
     s.t_start = Clock::now();

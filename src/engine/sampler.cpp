@@ -16,6 +16,12 @@ int32_t Sampler::Argmax(const float* logits, int32_t n_vocab) {
   return best;
 }
 
+void Sampler::ApplyBias(float* logits, int32_t n_vocab) const {
+  for (const auto& [tok, bias] : p_.logit_bias) {
+    if (tok >= 0 && tok < n_vocab) logits[tok] += bias;
+  }
+}
+
 void Sampler::Accept(int32_t token) {
   if (p_.repeat_last_n == 0) return;
   recent_.push_back(token);
@@ -30,10 +36,13 @@ void Sampler::Accept(int32_t token) {
 int32_t Sampler::Sample(const float* logits, int32_t n_vocab) {
   const bool penalize = !counts_.empty() && (p_.repeat_penalty != 1.0f || p_.frequency_penalty != 0.0f ||
                                              p_.presence_penalty != 0.0f);
-  if (p_.temperature <= 0.0f && !penalize) return Argmax(logits, n_vocab);
+  if (p_.temperature <= 0.0f && !penalize && p_.logit_bias.empty()) return Argmax(logits, n_vocab);
 
   cand_.resize(n_vocab);
   for (int32_t i = 0; i < n_vocab; ++i) cand_[i] = {logits[i], i};
+  for (const auto& [tok, bias] : p_.logit_bias) {
+    if (tok >= 0 && tok < n_vocab) cand_[tok].first += bias;
+  }
   if (penalize) {
     for (const auto& [tok, count] : counts_) {
       if (tok < 0 || tok >= n_vocab) continue;
@@ -54,6 +63,8 @@ int32_t Sampler::Sample(const float* logits, int32_t n_vocab) {
   } else {
     std::sort(cand_.begin(), cand_.end(), by_logit);
   }
+  // Every token banned by logit_bias: there is nothing to draw from, so the least banned one is taken.
+  if (std::isinf(cand_[0].first) && cand_[0].first < 0) return cand_[0].second;
   // Softmax over the remaining candidates (sorted, so cand_[0] is the max).
   std::vector<float> prob(n);
   double sum = 0;

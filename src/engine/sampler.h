@@ -1,11 +1,12 @@
-// Token sampling from logits, in llama.cpp's default order: repetition penalties -> top-k -> top-p ->
-// min-p -> temperature -> random draw. temperature <= 0 means greedy (argmax, first index on ties).
+// Token sampling from logits, in llama.cpp's default order: logit bias -> repetition penalties -> top-k ->
+// top-p -> min-p -> temperature -> random draw. temperature <= 0 means greedy (argmax, first index on ties).
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <random>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace lazyslot {
@@ -20,6 +21,8 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
   uint64_t seed = 0xFFFFFFFF;  // fixed default so runs are reproducible unless the caller picks one
+  // Added to a token's logit before everything else (llama.cpp's order); -inf bans the token.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 class Sampler {
@@ -32,6 +35,9 @@ class Sampler {
   void Accept(int32_t token);
 
   static int32_t Argmax(const float* logits, int32_t n_vocab);
+
+  // Adds logit_bias to logits[n_vocab], for callers that rank tokens themselves.
+  void ApplyBias(float* logits, int32_t n_vocab) const;
 
  private:
   SamplingParams p_;

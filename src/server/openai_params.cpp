@@ -336,11 +336,6 @@ std::vector<std::string> KnownFields(RequestKind kind) {
 
 // Known fields whose non-default values this server cannot honour: refused rather than ignored.
 Status CheckUnsupportedValues(const Json& body, RequestKind kind) {
-  if (Present(body, "logit_bias")) {
-    const Json& v = body.at("logit_bias");
-    if (!v.is_object()) return FieldError("logit_bias", "expected an object, got " + TypeName(v));
-    if (!v.empty()) return FieldError("logit_bias", "token biases are not supported by this server");
-  }
   if (kind == RequestKind::kCompletion && Present(body, "best_of")) {
     LS_ASSIGN_OR_RETURN(int64_t n, IntegerValue(body.at("best_of"), "best_of", 1, 1000));
     if (n != 1) return FieldError("best_of", "only 1 is supported, got " + std::to_string(n));
@@ -419,6 +414,84 @@ Result<std::vector<PromptInput>> ParsePromptList(const Json& value, const std::s
       out.push_back(PromptInput{true, "", std::move(ids)});
     } else {
       return FieldError(name, "expected a string or a list of token ids, got " + TypeName(value[i]));
+    }
+  }
+  return out;
+}
+
+Result<std::vector<std::pair<int32_t, float>>> ParseLogitBias(const Json& value, const Tokenizer& tok,
+                                                              int32_t n_vocab) {
+  std::vector<std::pair<int32_t, float>> out;
+  if (value.is_null()) return out;
+  const float kBan = -std::numeric_limits<float>::infinity();
+  // The tokens a key names: an id, else the one vocabulary token with that exact text (object form) or the
+  // tokens of the text (llama-server's array form).
+  auto tokens_of = [&](const Json& key, const std::string& name,
+                       bool tokenize) -> Result<std::vector<int32_t>> {
+    if (key.is_number()) {
+      LS_ASSIGN_OR_RETURN(int64_t id, IntegerValue(key, name, 0, n_vocab - 1));
+      return std::vector<int32_t>{static_cast<int32_t>(id)};
+    }
+    if (!key.is_string())
+      return FieldError(name, "expected a token id or a token's text, got " + TypeName(key));
+    const std::string& text = key.get_ref<const std::string&>();
+    if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos && text.size() <= 10) {
+      const int64_t id = std::stoll(text);
+      if (id >= n_vocab) {
+        return FieldError(
+            name, "token id " + text + " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+      }
+      return std::vector<int32_t>{static_cast<int32_t>(id)};
+    }
+    if (text.empty()) return FieldError(name, "an empty string names no token");
+    if (tokenize) {
+      LS_ASSIGN_OR_RETURN(std::vector<TokenId> ids, tok.Tokenize(text, false, false));
+      return std::vector<int32_t>(ids.begin(), ids.end());
+    }
+    for (TokenId id = 0; id < tok.n_vocab(); ++id) {
+      if (tok.TokenText(id) == text || tok.TokenToPiece(id, true) == text) return std::vector<int32_t>{id};
+    }
+    return FieldError(name, "'" + (text.size() > 64 ? text.substr(0, 64) + "..." : text) +
+                                "' is not a token of this model's vocabulary (give a token id)");
+  };
+  auto add = [&](const std::vector<int32_t>& ids, float bias) {
+    for (int32_t id : ids) out.emplace_back(id, bias);
+  };
+  if (value.is_object()) {
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      const std::string name =
+          "logit_bias." + (it.key().size() > 64 ? it.key().substr(0, 64) + "..." : it.key());
+      LS_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokens_of(Json(it.key()), name, false));
+      if (it.value().is_boolean() && !it.value().get<bool>()) {
+        add(ids, kBan);
+        continue;
+      }
+      if (!it.value().is_number()) return FieldError(name, "expected a number, got " + TypeName(it.value()));
+      const double b = it.value().get<double>();
+      if (!std::isfinite(b) || b < -100 || b > 100) {
+        return FieldError(name, "must be between -100 and 100, got " + it.value().dump());
+      }
+      add(ids, static_cast<float>(b));
+    }
+    return out;
+  }
+  if (!value.is_array()) {
+    return FieldError(
+        "logit_bias",
+        "expected an object {\"token id\": bias} or a list of [token, bias] pairs, got " + TypeName(value));
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string name = "logit_bias[" + std::to_string(i) + "]";
+    const Json& e = value[i];
+    if (!e.is_array() || e.size() != 2) return FieldError(name, "expected a [token, bias] pair");
+    LS_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokens_of(e[0], name + "[0]", true));
+    if (e[1].is_boolean()) {
+      if (e[1].get<bool>()) return FieldError(name + "[1]", "expected a number or false (ban), got true");
+      add(ids, kBan);
+    } else if (e[1].is_number() && std::isfinite(e[1].get<double>())) {
+      add(ids, static_cast<float>(e[1].get<double>()));
+    } else {
+      return FieldError(name + "[1]", "expected a number or false (ban), got " + TypeName(e[1]));
     }
   }
   return out;

@@ -66,6 +66,13 @@ Result<std::vector<PromptInput>> ParsePromptList(const Json& value, const std::s
 // A list of token ids (each an integer in int32 range).
 Result<std::vector<TokenId>> ParseTokenList(const Json& value, const std::string& field);
 
+// `logit_bias` in OpenAI's form, {"token id": bias} with biases in [-100, 100] (a key may also be the exact
+// text of one vocabulary token), or llama-server's [[token id or text, bias or false], ...], where a text gets
+// the bias on each of its tokens and false bans. Errors name the entry: an id outside the vocabulary, an
+// unknown token text, a bias that is not a number.
+Result<std::vector<std::pair<int32_t, float>>> ParseLogitBias(const Json& value, const Tokenizer& tok,
+                                                              int32_t n_vocab);
+
 // Validates chat `messages` (a non-empty list of objects with a `role` among system, developer, user,
 // assistant, tool and function; `content` a string, null or a list of text parts) and returns them with text
 // parts joined into one string per message.

@@ -35,7 +35,7 @@ struct Generation {
   std::string id;
   int64_t created = 0;
   GenerationParams params;
-  ToolRequest tools;                  // chat: tools.active() -> answers are parsed for calls
+  ToolRequest tools;  // chat: tools.active() -> answers are parsed for calls
   ToolCallParseOptions parse_options;
   std::vector<Choice> choices;
   int fd = -1;           // the client's socket, for noticing a disconnect (-1: unknown)
@@ -168,10 +168,11 @@ std::string FinishReason(const Generation& g, const Choice& c, size_t n_calls) {
 // A chat chunk with a ready delta (content or tool-call deltas), or the final one with `finish`.
 nlohmann::json ChatChunk(const Generation& g, size_t i, nlohmann::json delta, const std::string* finish) {
   nlohmann::json j = ChunkBase(g);
-  j["choices"] = nlohmann::json::array({{{"index", i},
-                                         {"delta", std::move(delta)},
-                                         {"logprobs", nullptr},
-                                         {"finish_reason", finish ? nlohmann::json(*finish) : nlohmann::json()}}});
+  j["choices"] =
+      nlohmann::json::array({{{"index", i},
+                              {"delta", std::move(delta)},
+                              {"logprobs", nullptr},
+                              {"finish_reason", finish ? nlohmann::json(*finish) : nlohmann::json()}}});
   if (finish) j["timings"] = Timings(g.choices[i].final);
   return j;
 }
@@ -180,11 +181,11 @@ nlohmann::json ChatChunk(const Generation& g, size_t i, nlohmann::json delta, co
 nlohmann::json ChatMessageJson(const Generation& g, const Choice& c, size_t* n_calls) {
   *n_calls = 0;
   if (!g.tools.active()) return {{"role", "assistant"}, {"content", c.text}};
-  ParsedOutput parsed =
-      ParseToolCalls(c.text, g.st->tool_format, g.tools.tools, g.parse_options);
+  ParsedOutput parsed = ParseToolCalls(c.text, g.st->tool_format, g.tools.tools, g.parse_options);
   nlohmann::json m = {{"role", "assistant"}};
   // OpenAI sends content null when the answer is only calls.
-  m["content"] = parsed.content.empty() && !parsed.tool_calls.empty() ? nlohmann::json() : nlohmann::json(parsed.content);
+  m["content"] = parsed.content.empty() && !parsed.tool_calls.empty() ? nlohmann::json()
+                                                                      : nlohmann::json(parsed.content);
   if (!parsed.tool_calls.empty()) {
     nlohmann::json calls = nlohmann::json::array();
     for (const ToolCall& call : parsed.tool_calls) {
@@ -413,6 +414,12 @@ void HandleGeneration(ServerState& st, Api api, const httplib::Request& req, htt
   }
   g->params.sampling.repeat_last_n =
       g->params.repeat_last_n < 0 ? st.engine->n_ctx_slot() : g->params.repeat_last_n;
+  if (auto lb = body->find("logit_bias"); lb != body->end()) {
+    Result<std::vector<std::pair<int32_t, float>>> bias =
+        ParseLogitBias(*lb, st.engine->tokenizer(), st.engine->model().hparams().n_vocab);
+    if (!bias.ok()) return SetStatusError(res, bias.status());
+    g->params.sampling.logit_bias = std::move(*bias);
+  }
 
   for (size_t i = 0; i < prompts.size(); ++i) {
     GenerationRequest gr;

@@ -100,6 +100,29 @@ check('embeddings.create (batch; client default base64 decodes to the float resu
   assert.ok(flt.usage.prompt_tokens > 0);
 });
 
+async function tokenize(content) {
+  const r = await fetch(`${process.env.LAZYSLOT_URL}/tokenize`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${apiKey}` },
+    body: JSON.stringify({ content }) });
+  assert.equal(r.status, 200);
+  return (await r.json()).tokens;
+}
+
+check('logit_bias: -100 bans the greedy token, +100 forces another', async () => {
+  const params = { model: 'any', prompt: 'Once upon a time', max_tokens: 1, temperature: 0 };
+  const plain = await client.completions.create(params);
+  const [greedy] = await tokenize(plain.choices[0].text);
+  const banned = await client.completions.create({ ...params, logit_bias: { [greedy]: -100 } });
+  assert.notEqual(banned.choices[0].text, plain.choices[0].text);
+  const [forced] = await tokenize(' dragon');
+  const three = await client.completions.create({ ...params, max_tokens: 3, logit_bias: { [forced]: 100 } });
+  assert.deepEqual(await tokenize(three.choices[0].text), [forced, forced, forced]);
+  // Chat takes the same field.
+  const chat = await client.chat.completions.create({ model: 'any', messages, max_tokens: 2, temperature: 0,
+                                                      logit_bias: { [forced]: 100 } });
+  assert.deepEqual(await tokenize(chat.choices[0].message.content), [forced, forced]);
+});
+
 check('bad request -> BadRequestError 400 naming the field', async () => {
   await assert.rejects(
     client.chat.completions.create({ model: 'any', messages, temperature: -3 }),
