@@ -6,9 +6,7 @@
 namespace lazyslot::server {
 namespace {
 
-// Renders the chat through the template and tokenizes it (control tokens in the rendered text are parsed).
-Result<std::vector<TokenId>> RenderPrompt(const ServerState& st, const Json& body, const ToolRequest& tools,
-                                          std::string* rendered) {
+Result<std::string> RenderText(const ServerState& st, const Json& body, const ToolRequest& tools) {
   LS_ASSIGN_OR_RETURN(Json wire, ParseChatMessages(body));
   LS_ASSIGN_OR_RETURN(Json messages, PrepareMessagesForTemplate(wire));
   Json extra = Json::object();
@@ -30,17 +28,30 @@ Result<std::vector<TokenId>> RenderPrompt(const ServerState& st, const Json& bod
     return InvalidArgument("messages: the chat template '" + st.chat_template->name() +
                            "' could not render them: " + text.status().message());
   }
+  return text;
+}
+
+// Renders the chat through the template and tokenizes it (control tokens in the rendered text are parsed).
+Result<std::vector<TokenId>> RenderPrompt(const ServerState& st, const Json& body, const ToolRequest& tools,
+                                          std::string* rendered) {
+  LS_ASSIGN_OR_RETURN(std::string text_value, RenderText(st, body, tools));
+  const std::string* text = &text_value;
   const Tokenizer& tok = st.engine->tokenizer();
   // Templates that print bos_token themselves must not get a second BOS from the tokenizer.
   const bool add_special = !(tok.add_bos() && !st.bos_text.empty() && text->rfind(st.bos_text, 0) == 0);
   Result<std::vector<TokenId>> ids = tok.Tokenize(*text, add_special, /*parse_special=*/true);
   if (!ids.ok())
     return InvalidArgument("messages: tokenizing the rendered chat failed: " + ids.status().message());
-  *rendered = std::move(*text);
+  *rendered = std::move(text_value);
   return ids;
 }
 
 }  // namespace
+
+Result<std::string> RenderChat(const ServerState& st, const Json& body) {
+  LS_ASSIGN_OR_RETURN(ToolRequest tools, ParseToolRequest(body));
+  return RenderText(st, body, tools);
+}
 
 Result<ChatSetup> PrepareChat(const ServerState& st, const Json& body) {
   ChatSetup out;

@@ -23,4 +23,8 @@ struct ChatSetup {
 
 Result<ChatSetup> PrepareChat(const ServerState& st, const Json& body);
 
+// The prompt text a chat body renders to (llama-server's POST /apply-template): the same template, messages
+// and tools as PrepareChat, before tokenization.
+Result<std::string> RenderChat(const ServerState& st, const Json& body);
+
 }  // namespace lazyslot::server

@@ -1,6 +1,7 @@
 // POST /v1/chat/completions, /v1/completions and llama-server's /completion: request -> prompt tokens ->
 // Engine::Submit -> events -> one JSON response, or SSE chunks (`data: {...}\n\n`, then `data: [DONE]`).
-// A client that goes away cancels its requests, so its slot frees at once.
+// A client that goes away cancels its requests, so its slot frees at once. Also /apply-template (the
+// rendered chat prompt only).
 #include <chrono>
 #include <random>
 
@@ -471,6 +472,17 @@ void HandleGeneration(ServerState& st, Api api, const httplib::Request& req, htt
   res.set_content(Dump(FinalResponse(*g)), "application/json; charset=utf-8");
 }
 
+// POST /apply-template: a chat body in, {"prompt": the rendered text} out (llama-server's route).
+void HandleApplyTemplate(ServerState& st, const httplib::Request& req, httplib::Response& res) {
+  std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
+  if (!body) return;
+  Status known = CheckKnownFields(*body, RequestKind::kChat);
+  if (!known.ok()) return SetStatusError(res, known);
+  Result<std::string> prompt = RenderChat(st, *body);
+  if (!prompt.ok()) return SetStatusError(res, prompt.status());
+  res.set_content(Dump(nlohmann::json{{"prompt", *prompt}}), "application/json; charset=utf-8");
+}
+
 }  // namespace
 
 void RegisterCompletionRoutes(ServerState& st) {
@@ -489,6 +501,13 @@ void RegisterCompletionRoutes(ServerState& st) {
     st.http.Post(path, route(Api::kChat));
   for (const char* path : {"/v1/completions", "/completions"}) st.http.Post(path, route(Api::kCompletion));
   st.http.Post("/completion", route(Api::kLlama));
+  st.http.Post("/apply-template", [&st](const httplib::Request& req, httplib::Response& res) {
+    try {
+      HandleApplyTemplate(st, req, res);
+    } catch (const std::exception& e) {
+      SetError(res, 500, std::string("internal error: ") + e.what());
+    }
+  });
 }
 
 }  // namespace lazyslot::server

@@ -40,7 +40,8 @@ struct HttpServer::State {
 };
 using ServerState = HttpServer::State;
 
-void RegisterCompletionRoutes(ServerState& st);    // /v1/chat/completions, /v1/completions, /completion
+void RegisterCompletionRoutes(ServerState& st);    // /v1/chat/completions, /v1/completions, /completion,
+                                                   // /apply-template
 void RegisterEmbeddingRoutes(ServerState& st);     // /v1/embeddings
 void RegisterInfoRoutes(ServerState& st);          // /health, /v1/models, /props, /metrics, /tokenize, ...
 void RegisterSlotRoutes(ServerState& st);          // GET /slots, POST /slots/{id}?action=save|restore|erase

@@ -258,6 +258,39 @@ TEST_F(QwenVocabServer, ChatRendersTheModelTemplate) {
   EXPECT_GE(checked, 2);
 }
 
+// POST /apply-template renders exactly the prompt chat uses: its tokens (control tokens parsed, as chat
+// tokenizes) count what chat reports as prompt_tokens, with and without tools, and its errors are chat's.
+TEST_F(QwenVocabServer, ApplyTemplateEqualsWhatChatRenders) {
+  const json tools = json::array(
+      {{{"type", "function"},
+        {"function",
+         {{"name", "get_weather"},
+          {"description", "Weather"},
+          {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}}}}}}});
+  const json msgs = json::array({{{"role", "system"}, {"content", "Be brief."}},
+                                 {{"role", "user"}, {"content", "Weather in Zürich?"}}});
+  for (const json& extra : {json::object(), json{{"tools", tools}},
+                            json{{"chat_template_kwargs", {{"enable_thinking", false}}}}}) {
+    json body = {{"messages", msgs}};
+    body.update(extra);
+    HttpResult t = srv().Post("/apply-template", body);
+    ASSERT_EQ(t.status, 200) << t.body;
+    const std::string prompt = t.Json()["prompt"];
+    EXPECT_NE(prompt.find("Zürich"), std::string::npos);
+    if (extra.contains("tools")) EXPECT_NE(prompt.find("get_weather"), std::string::npos) << prompt;
+    const json tok = srv().Post("/tokenize", {{"content", prompt}, {"parse_special", true}}).Json();
+    json chat = body;
+    chat["max_tokens"] = 1;
+    chat["temperature"] = 0;
+    const json r = srv().Post("/v1/chat/completions", chat).Json();
+    EXPECT_EQ(r["usage"]["prompt_tokens"].get<size_t>(), tok["tokens"].size()) << prompt;
+  }
+  HttpResult bad = srv().Post("/apply-template", {{"messages", "hi"}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.body.find("messages"), std::string::npos);
+  EXPECT_EQ(srv().Post("/apply-template", {{"messages", msgs}, {"max_token", 3}}).status, 400);
+}
+
 TEST_F(QwenVocabServer, ChatPlainAndStreamed) {
   const json msgs = {{{"role", "system"}, {"content", "You are terse."}},
                      {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Name a colour."}}}}}};
