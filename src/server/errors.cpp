@@ -63,6 +63,16 @@ void SetError(httplib::Response& res, int http_status, const std::string& messag
   res.set_content(Dump(ErrorBody(http_status, message, param)), "application/json; charset=utf-8");
 }
 
+void SetContextSizeError(httplib::Response& res, int64_t n_prompt_tokens, int64_t n_ctx,
+                         const std::string& message) {
+  nlohmann::json body = ErrorBody(400, message);
+  body["error"]["type"] = "exceed_context_size_error";
+  body["error"]["n_prompt_tokens"] = n_prompt_tokens;
+  body["error"]["n_ctx"] = n_ctx;
+  res.status = 400;
+  res.set_content(Dump(body), "application/json; charset=utf-8");
+}
+
 void SetStatusError(httplib::Response& res, const Status& status) {
   SetError(res, HttpStatusFor(status.code()), status.message());
 }

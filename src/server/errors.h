@@ -27,6 +27,11 @@ void SetError(httplib::Response& res, int http_status, const std::string& messag
               const std::string& param = "");
 void SetStatusError(httplib::Response& res, const Status& status);
 
+// A prompt longer than a slot's context, as llama-server answers it: 400 with type
+// "exceed_context_size_error" and the fields n_prompt_tokens and n_ctx beside the message.
+void SetContextSizeError(httplib::Response& res, int64_t n_prompt_tokens, int64_t n_ctx,
+                         const std::string& message);
+
 // Serialises JSON for the wire: never throws on invalid UTF-8 (bad bytes become U+FFFD).
 std::string Dump(const nlohmann::json& j);
 std::string Dump(const nlohmann::ordered_json& j);

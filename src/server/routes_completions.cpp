@@ -399,6 +399,20 @@ void HandleGeneration(ServerState& st, Api api, const httplib::Request& req, htt
                     "prompt");
   }
 
+  // Each prompt needs room for one generated token too (the engine checks the same; answered here in
+  // llama-server's form, before any stream starts).
+  const int32_t n_ctx = st.engine->n_ctx_slot();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    if (static_cast<int64_t>(prompts[i].size()) + 1 > n_ctx) {
+      return SetContextSizeError(
+          res, static_cast<int64_t>(prompts[i].size()), n_ctx,
+          std::string(prompts.size() > 1 ? "prompt[" + std::to_string(i) + "]: " : "") +
+              "the request exceeds the available context size: the prompt has " +
+              std::to_string(prompts[i].size()) + " tokens, but a slot's context holds " +
+              std::to_string(n_ctx) + " (including at least one generated token)");
+    }
+  }
+
   auto g = std::make_shared<Generation>();
   g->st = &st;
   g->deadline = deadline;

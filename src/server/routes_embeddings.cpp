@@ -65,6 +65,16 @@ void HandleEmbeddings(ServerState& st, const httplib::Request& req, httplib::Res
     prompts.push_back(std::move(*ids));
   }
 
+  const int32_t n_ctx = st.engine->n_ctx_slot();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    if (static_cast<int64_t>(prompts[i].size()) > n_ctx) {
+      return SetContextSizeError(res, static_cast<int64_t>(prompts[i].size()), n_ctx,
+                                 std::string(prompts.size() > 1 ? "input[" + std::to_string(i) + "]: " : "") +
+                                     "the request exceeds the available context size: the prompt has " +
+                                     std::to_string(prompts[i].size()) +
+                                     " tokens, but a slot's context holds " + std::to_string(n_ctx));
+    }
+  }
   // Submit at most n_parallel inputs at a time, so a big batch never fills the queue by itself.
   const size_t window = static_cast<size_t>(std::max(1, st.opts.engine.n_parallel));
   const int fd = FindConnectionSocket(req);

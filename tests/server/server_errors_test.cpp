@@ -138,16 +138,23 @@ TEST(ServerErrors, PromptLongerThanTheSlotGets400WithBothNumbers) {
   START_SERVER(srv, {"-m", SharedPath(kStories), "-c", "128", "-np", "2"});  // 64 cells per slot
   std::vector<int> ids(100, 300);
   ids[0] = 1;
+  // llama-server's form: type exceed_context_size_error with n_prompt_tokens and n_ctx, streamed or not.
   for (const std::string route : {"/v1/completions", "/completion"}) {
-    const std::string msg = ExpectApiError(srv->Post(route, {{"prompt", ids}}), 400, "invalid_request_error");
-    EXPECT_NE(msg.find("100"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("64"), std::string::npos) << msg;
+    for (bool stream : {false, true}) {
+      HttpResult r = srv->Post(route, {{"prompt", ids}, {"stream", stream}});
+      const std::string msg = ExpectApiError(r, 400, "exceed_context_size_error");
+      EXPECT_NE(msg.find("100"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("64"), std::string::npos) << msg;
+      const json err = r.Json()["error"];
+      EXPECT_EQ(err["n_prompt_tokens"], 100) << r.body;
+      EXPECT_EQ(err["n_ctx"], 64) << r.body;
+    }
   }
   std::string long_text;
   for (int i = 0; i < 40; ++i) long_text += "Once upon a time ";
   const std::string msg = ExpectApiError(
       srv->Post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", long_text}}}}}), 400,
-      "invalid_request_error");
+      "exceed_context_size_error");
   EXPECT_NE(msg.find("64"), std::string::npos) << msg;
   // A prompt that fits, with generation running into the end of the slot: finish_reason "length". The last
   // sampled token needs no cell, so a 64-cell slot ends at 65 tokens in all (as llama-server).

@@ -445,7 +445,8 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
        Body({{"input", "x"}, {"encoding_format", 64}}), 400,
        "encoding_format: expected a string, got integer"},
       {"embeddings", "input longer than the context", "POST", emb, kJson,
-       Body({{"input", {"short", Words(300)}}}), 400, "input[1]: the prompt has"},
+       Body({{"input", {"short", Words(300)}}}), 400,
+       "input[1]: the request exceeds the available context size"},
 
       // --- /tokenize and /detokenize.
       {"tokenize", "content is a number", "POST", "/tokenize", kJson, Body({{"content", 5}}), 400,
@@ -552,7 +553,13 @@ void ExpectOpenAiError(const Case& k, const Reply& r) {
     EXPECT_EQ(e["type"], "not_found_error");
   }
   if (k.status == 400 || k.status == 413 || k.status == 414 || k.status == 415) {
-    EXPECT_EQ(e["type"], "invalid_request_error");
+    // A prompt longer than the context has llama-server's own type, with the two numbers as fields.
+    if (e["type"] == "exceed_context_size_error") {
+      EXPECT_TRUE(e["n_prompt_tokens"].is_number_integer() && e["n_ctx"].is_number_integer()) << r.body;
+      EXPECT_GT(e["n_prompt_tokens"].get<int64_t>(), e["n_ctx"].get<int64_t>() - 1) << r.body;
+    } else {
+      EXPECT_EQ(e["type"], "invalid_request_error");
+    }
   }
   const std::string msg = e["message"].get<std::string>();
   EXPECT_NE(msg.find(k.message_part), std::string::npos) << "message: " << msg.substr(0, 500);
