@@ -27,7 +27,9 @@ std::string PresentedKey(const httplib::Request& req) {
 }
 
 bool IsPublic(const ServerOptions& o, const std::string& path) {
-  return path == "/health" || path == "/v1/health" || (o.metrics_no_auth && path == "/metrics");
+  // As llama-server: health and the model list answer without a key.
+  return path == "/health" || path == "/v1/health" || path == "/models" || path == "/v1/models" ||
+         (o.metrics_no_auth && path == "/metrics");
 }
 
 // Connections served at once: --max-connections, else --http-threads, else one per slot and queue place
@@ -91,8 +93,10 @@ void InstallHooks(ServerState& st) {
                    " (--max-connections); retry later");
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (IsPublic(st.opts, req.path)) return httplib::Server::HandlerResponse::Unhandled;
-    if (!st.opts.api_keys.empty() && !KeyMatches(PresentedKey(req), st.opts.api_keys)) {
+    // /health answers while loading; every other route, public or not, waits for the engine.
+    if (req.path == "/health" || req.path == "/v1/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (!IsPublic(st.opts, req.path) && !st.opts.api_keys.empty() &&
+        !KeyMatches(PresentedKey(req), st.opts.api_keys)) {
       SetError(res, 401, "invalid or missing API key (send 'Authorization: Bearer <key>')");
       return httplib::Server::HandlerResponse::Handled;
     }

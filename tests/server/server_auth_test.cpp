@@ -56,12 +56,13 @@ TEST(ServerAuth, SeveralKeysFromFlagsAndFileAndNoneInTheLogs) {
            {"Authorization: Bearer " + kFlagKeys[0] + kFlagKeys[1]},
            {"X-Api-Key: # keys for the test"}}) {
     const std::string what = headers.empty() ? "no key" : headers[0];
-    ExpectUnauthorized(srv->Get("/v1/models", headers), what);
+    ExpectUnauthorized(srv->Get("/props", headers), what);
+    EXPECT_EQ(srv->Get("/v1/models", headers).status, 200) << what << ": /v1/models is public";
     ExpectUnauthorized(srv->Get("/metrics", headers), what + " /metrics");
     ExpectUnauthorized(srv->Post("/v1/completions", completion, headers), what);
   }
   for (const std::string& k : all) {
-    EXPECT_EQ(srv->Get("/v1/models", {"Authorization: Bearer " + k}).status, 200) << k;
+    EXPECT_EQ(srv->Get("/props", {"Authorization: Bearer " + k}).status, 200) << k;
     EXPECT_EQ(srv->Get("/metrics", {"X-Api-Key: " + k}).status, 200) << k;
     EXPECT_EQ(srv->Post("/v1/completions", completion, {"Authorization: Bearer " + k}).status, 200) << k;
   }
@@ -76,18 +77,19 @@ TEST(ServerAuth, SeveralKeysFromFlagsAndFileAndNoneInTheLogs) {
   ExpectNoKeyIn(log, all);
 }
 
-TEST(ServerAuth, MetricsNoAuthMakesOnlyMetricsPublic) {
+TEST(ServerAuth, MetricsNoAuthMakesMetricsPublicToo) {
   REQUIRE_SHARED_FILE(kStories);
   START_SERVER(srv, {"-m", SharedPath(kStories), "--api-key", kFlagKeys[0], "--metrics-no-auth"});
   HttpResult m = srv->Get("/metrics");
   EXPECT_EQ(m.status, 200) << m.body;
   EXPECT_NE(m.body.find("lazyslot:requests_total"), std::string::npos);
   EXPECT_EQ(srv->Get("/health").status, 200);
-  ExpectUnauthorized(srv->Get("/v1/models"), "/v1/models");
+  EXPECT_EQ(srv->Get("/v1/models").status, 200);  // public, as in llama-server
+  EXPECT_EQ(srv->Get("/models").status, 200);
   ExpectUnauthorized(srv->Get("/slots"), "/slots");
   ExpectUnauthorized(srv->Get("/props"), "/props");
   ExpectUnauthorized(srv->Post("/v1/completions", {{"prompt", "x"}}), "/v1/completions");
-  EXPECT_EQ(srv->Get("/v1/models", {"Authorization: Bearer " + kFlagKeys[0]}).status, 200);
+  EXPECT_EQ(srv->Get("/props", {"Authorization: Bearer " + kFlagKeys[0]}).status, 200);
   srv->Stop();
   ExpectNoKeyIn(srv->Log(), {kFlagKeys[0]});
 }

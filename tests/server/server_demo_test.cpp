@@ -46,7 +46,8 @@ TEST(ServerDemo, ServesAGeneratedDemoModelWithoutFlags) {
 TEST(ServerDemo, HealthIs503WhileTheModelLoads) {
   const std::string fifo = NewScratchFile("model-fifo");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  auto srv = ServerProcess::Launch({"-m", fifo});
+  // --metrics-no-auth: public routes too must wait for the engine (they once ran their handlers early).
+  auto srv = ServerProcess::Launch({"-m", fifo, "--metrics-no-auth"});
   HttpResult h;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (h.status == 0 && srv->Running() && std::chrono::steady_clock::now() < deadline) {
@@ -56,9 +57,10 @@ TEST(ServerDemo, HealthIs503WhileTheModelLoads) {
   EXPECT_EQ(h.status, 503) << h.body << srv->Log();
   EXPECT_EQ(h.Json()["error"]["code"], 503) << h.body;
   EXPECT_EQ(h.Json()["error"]["type"], "unavailable_error") << h.body;
-  for (const std::string path : {"/v1/models", "/props", "/slots", "/metrics"}) {
+  for (const std::string path : {"/v1/models", "/models", "/props", "/slots", "/metrics"}) {
     EXPECT_EQ(srv->Get(path).status, 503) << path;
   }
+  ASSERT_TRUE(srv->Running()) << srv->Log();  // else the open() below would wait for a reader forever
   EXPECT_EQ(srv->Post("/v1/completions", {{"prompt", "x"}}).status, 503);
   // Unblock the load: the loader's open() returns once a writer opens the FIFO, then refuses a file that is
   // not a regular one and exits non-zero. It may close its end before our write, so the write may fail with

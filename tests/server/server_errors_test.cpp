@@ -125,7 +125,8 @@ TEST(ServerErrors, ApiKeyIsRequiredExceptForHealth) {
                                              {"Authorization: s3cret-key"},
                                              {"X-Api-Key: nope"}}) {
     ExpectApiError(srv->Post("/v1/completions", body, headers), 401, "authentication_error");
-    ExpectApiError(srv->Get("/v1/models", headers), 401, "authentication_error");
+    ExpectApiError(srv->Get("/props", headers), 401, "authentication_error");
+    EXPECT_EQ(srv->Get("/v1/models", headers).status, 200);  // public under --api-key, as in llama-server
     ExpectApiError(srv->Get("/metrics", headers), 401, "authentication_error");
   }
   EXPECT_EQ(srv->Post("/v1/completions", body, {"Authorization: Bearer s3cret-key"}).status, 200);
