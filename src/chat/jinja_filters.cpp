@@ -36,6 +36,21 @@ std::string AttributeArg(const CallArgs& a, size_t i) {
   return ToPyString(v);
 }
 
+// Sorts (key, value) pairs by key with Python's ordering, stably (sort and groupby); keys that cannot be
+// compared are the error.
+Status StableSortByKey(std::vector<std::pair<Value, Value>>* keyed, bool reverse) {
+  Status err;
+  std::stable_sort(keyed->begin(), keyed->end(), [&](const auto& x, const auto& y) {
+    Result<int> c = reverse ? PyCompare(y.first, x.first) : PyCompare(x.first, y.first);
+    if (!c.ok()) {
+      if (err.ok()) err = c.status();
+      return false;
+    }
+    return *c < 0;
+  });
+  return err;
+}
+
 Result<Value> Length(const Value& v) {
   if (v.is_string()) return Value::Int(static_cast<int64_t>(Utf8Length(v.str())));
   if (v.is_array()) return Value::Int(static_cast<int64_t>(v.items().size()));
@@ -201,16 +216,7 @@ Result<Value> SortFilter(Evaluator& ev, CallArgs& a) {
   LS_RETURN_IF_ERROR(ev.Charge(static_cast<int64_t>(items.size())));
   std::vector<std::pair<Value, Value>> keyed;
   for (const Value& v : items) keyed.emplace_back(SortKey(v, attr, case_sensitive), v);
-  Status err;
-  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
-    Result<int> c = reverse ? PyCompare(y.first, x.first) : PyCompare(x.first, y.first);
-    if (!c.ok()) {
-      if (err.ok()) err = c.status();
-      return false;
-    }
-    return *c < 0;
-  });
-  LS_RETURN_IF_ERROR(err);
+  LS_RETURN_IF_ERROR(StableSortByKey(&keyed, reverse));
   std::vector<Value> out;
   for (auto& kv : keyed) out.push_back(std::move(kv.second));
   return Value::Array(std::move(out));
@@ -364,16 +370,7 @@ Result<Value> GroupByFilter(Evaluator& ev, CallArgs& a) {
     if (!case_sensitive && k.is_string()) k = Value::String(text::Lower(k.str()));
     keyed.emplace_back(k, v);
   }
-  Status err;
-  std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
-    Result<int> c = PyCompare(x.first, y.first);
-    if (!c.ok()) {
-      if (err.ok()) err = c.status();
-      return false;
-    }
-    return *c < 0;
-  });
-  LS_RETURN_IF_ERROR(err);
+  LS_RETURN_IF_ERROR(StableSortByKey(&keyed, /*reverse=*/false));
   std::vector<Value> out;
   for (size_t i = 0; i < keyed.size();) {
     size_t j = i;
