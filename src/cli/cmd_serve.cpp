@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "chat/reasoning.h"
 #include "cli/commands.h"
 #include "core/log.h"
 #include "gguf/tensor_type.h"
@@ -45,6 +46,7 @@ struct ServeFlags {
   bool verbose = false;
   std::vector<std::string> api_keys;  // --api-key, repeatable
   std::string api_key_file;
+  int64_t seed = -1;  // --seed; -1: each request draws a random seed
 };
 
 // "0", "4096", "512M", "1.5G", "2GiB" -> bytes (K/M/G/T are binary multiples, as memory is counted).
@@ -202,6 +204,10 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
   if (f->verbose) SetLogLevel(LogLevel::kDebug);
   LS_RETURN_IF_ERROR(ReadLlamaStyleExtras(extras, f));
   server::ServerOptions& o = f->opts;
+  if (f->seed != -1) o.sampling.seed = static_cast<uint64_t>(f->seed);
+  if (o.sampling.repeat_penalty <= 0) return InvalidArgument("--repeat-penalty: must be greater than 0");
+  Result<ReasoningFormat> reasoning = ParseReasoningFormat(o.reasoning_format);
+  if (!reasoning.ok()) return InvalidArgument("--reasoning-format: " + reasoning.status().message());
   // Keys are never echoed: errors name the flag or file only.
   for (const std::string& k : f->api_keys) {
     if (!k.empty()) o.api_keys.push_back(k);
@@ -320,10 +326,47 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   sub->add_option(
          "--n-predict", o.n_predict,
-         "Tokens a request generates when it sets no max_tokens, and the most it may ask for (-1: no "
-         "limit; also -n N)")
+         "Tokens a request generates when it sets no max_tokens (-1: until the end or a full context; "
+         "also -n N)")
       ->capture_default_str()
       ->check(CLI::Range(-1, std::numeric_limits<int32_t>::max()));
+  sub->add_option("--max-tokens-cap", o.max_tokens_cap,
+                  "The most tokens any request may generate; larger max_tokens are lowered to it (0: no cap)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, std::numeric_limits<int32_t>::max()));
+  // Sampling defaults for requests that do not set the field (llama-server's flags).
+  SamplingParams& sp = o.sampling;
+  sub->add_option("--temp", sp.temperature, "Default temperature")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  sub->add_option("--top-k", sp.top_k, "Default top_k (<= 0: off)")->capture_default_str();
+  sub->add_option("--top-p", sp.top_p, "Default top_p (1: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--min-p", sp.min_p, "Default min_p (0: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--typical", sp.typical_p, "Default typical_p (1: off)")->capture_default_str();
+  sub->add_option("--repeat-penalty", sp.repeat_penalty, "Default repeat_penalty (1: off)")
+      ->capture_default_str();
+  sub->add_option("--repeat-last-n", sp.repeat_last_n, "Default repeat_last_n (-1: the context)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, std::numeric_limits<int32_t>::max()));
+  sub->add_option("--presence-penalty", sp.presence_penalty, "Default presence_penalty")
+      ->capture_default_str()
+      ->check(CLI::Range(-2.0, 2.0));
+  sub->add_option("--frequency-penalty", sp.frequency_penalty, "Default frequency_penalty")
+      ->capture_default_str()
+      ->check(CLI::Range(-2.0, 2.0));
+  sub->add_option("-s,--seed", f->seed, "Default seed (-1: random per request)")->capture_default_str();
+  sub->add_option("--reasoning-format", o.reasoning_format,
+                  "Where reasoning goes: none (left in content), deepseek or auto (reasoning_content), "
+                  "deepseek-legacy (also left in streamed content)")
+      ->capture_default_str();
+  sub->add_option("--reasoning-budget", o.reasoning_budget,
+                  "-1: unrestricted thinking; 0: thinking off where the template has enable_thinking")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 0));
   sub->add_option("--host", o.host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", o.port, "Port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
   sub->add_option("--api-key", f->api_keys,
@@ -389,7 +432,8 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
   sub->footer(
       "llama-server spellings also accepted: -np N (= --parallel N), -ctk/-ctv T (= --cache-type-k/v T),\n"
       "-fa X (= --flash-attn X), -t N (= --threads N), -to N (= --timeout N), -ngl N (ignored: CPU only).\n"
-      "Routes: POST /v1/chat/completions /v1/completions /completion /v1/embeddings /tokenize /detokenize;\n"
+      "Routes: POST /v1/chat/completions /v1/completions /completion /infill /v1/messages /v1/responses\n"
+      "/v1/embeddings /tokenize /detokenize /apply-template;\n"
       "POST /slots/{id}?action=save|restore|erase; GET /health /v1/models /props /slots /metrics.");
   sub->callback([f, sub, exit_code] {
     Status s = PrepareOptions(f.get(), sub->remaining());

@@ -157,6 +157,10 @@ Result<std::shared_ptr<RequestStream>> Engine::Submit(GenerationRequest req) {
         std::to_string(config_.kv_budget) + " bytes, which holds at most " +
         std::to_string(impl_->capacity_cells) + " cells in one slot"));
   }
+  if (req.id_slot >= config_.n_parallel) {
+    return InvalidArgument("id_slot: slot " + std::to_string(req.id_slot) + " does not exist (slots 0.." +
+                           std::to_string(config_.n_parallel - 1) + ")");
+  }
   if (req.embedding && req.pooling == PoolingType::kNone) req.pooling = pooling_;
   std::shared_ptr<RequestStream> stream;
   {
@@ -298,6 +302,7 @@ void Engine::Impl::Step() {
     }
   }
   const int32_t n_decode = batch.size();  // generating slots; the rest of the batch is prompt
+  std::vector<int> progress;              // slots whose prompt advanced and that report it
   for (Slot& s : slots) {
     if (!s.busy() || !s.in_prompt() || budget <= 0) continue;
     const int32_t n_prompt = static_cast<int32_t>(s.req.prompt.size());
@@ -316,6 +321,7 @@ void Engine::Impl::Step() {
     }
     s.n_prompt_done += take;
     budget -= take;
+    if (s.req.return_progress) progress.push_back(s.id);
   }
   if (batch.size() == 0) return;
 
@@ -332,6 +338,17 @@ void Engine::Impl::Step() {
   }
   // The batch's tokens now hold cells: they are what a later request may reuse.
   for (int32_t i = 0; i < batch.size(); ++i) slots[batch.slot[i]].cache.push_back(batch.tokens[i]);
+  for (int id : progress) {
+    Slot& s = slots[id];
+    Event ev;
+    ev.type = Event::kProgress;
+    ev.slot = s.id;
+    ev.n_prompt = static_cast<int32_t>(s.req.prompt.size());
+    ev.n_prompt_processed = s.n_prompt_done;
+    ev.n_cached = s.n_cached;
+    ev.prompt_ms = MsSince(s.t_start);
+    s.stream->Push(std::move(ev));
+  }
   const int32_t n_prompt_tokens = batch.size() - n_decode;
   int32_t n_gen_tokens = 0;
   const int64_t n_embd = e.model_->hparams().n_embd;
@@ -359,6 +376,13 @@ void Engine::Impl::Step() {
       tok = *picked;
     } else {
       tok = s.sampler->Sample(logits, n_vocab);
+    }
+    if (s.req.n_probs >= 0) {
+      if (s.req.post_sampling_probs) {
+        SamplerProbs(*s.sampler, tok, s.req.n_probs, &s.token_logprob, &s.token_top);
+      } else {
+        TokenLogprobs(logits, n_vocab, tok, s.req.n_probs, &s.token_logprob, &s.token_top);
+      }
     }
     ++n_gen_tokens;
     OnToken(s, tok);
@@ -403,22 +427,28 @@ void Engine::Impl::OnToken(Slot& s, TokenId tok) {
     Event ev;
     ev.type = Event::kToken;
     ev.token = tok;
+    ev.slot = s.id;
     ev.text = std::move(text);
+    if (s.req.n_probs >= 0) {
+      ev.logprob = s.token_logprob;
+      ev.top_logprobs = std::move(s.token_top);
+    }
     s.stream->Push(std::move(ev));
   }
   if (hit_stop || (s.constrained && s.constrained->MustEnd())) {
     Finish(s, "stop");
   } else if (s.req.n_predict >= 0 && s.n_generated >= s.req.n_predict) {
     Finish(s, "length");
-  } else if (kv->n_cells(s.id) + 1 > s.limit_cells) {
-    // The slot (or the request's share of --kv-budget) is full: the sampled token has no cell to go to.
-    Finish(s, "length");
+  } else if (kv->n_cells(s.id) + 1 >= engine->n_ctx_slot_ || kv->n_cells(s.id) + 1 > s.limit_cells) {
+    // The context is full, as llama-server counts it (it never fills the slot's last cell), or the
+    // request's share of --kv-budget is: the generation is truncated.
+    Finish(s, "length", true);
   } else {
     s.next_token = tok;
   }
 }
 
-void Engine::Impl::Finish(Slot& s, const std::string& reason) {
+void Engine::Impl::Finish(Slot& s, const std::string& reason, bool truncated) {
   if (s.constrained) {
     LS_LOG_DEBUG("slot %d: grammar %s; %lld tokens checked, %lld needed a full mask, %lld closing", s.id,
                  s.constrained->active() ? "active" : "not triggered",
@@ -436,6 +466,9 @@ void Engine::Impl::Finish(Slot& s, const std::string& reason) {
   Event done;
   done.type = Event::kDone;
   done.finish_reason = reason;
+  done.stop_word = s.text.matched();
+  done.truncated = truncated;
+  done.slot = s.id;
   done.n_prompt = static_cast<int32_t>(s.req.prompt.size());
   done.n_generated = s.n_generated;
   done.n_cached = s.n_cached;

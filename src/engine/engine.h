@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/logprobs.h"
 #include "engine/sampler.h"
 #include "grammar/grammar.h"
 #include "model/model.h"
@@ -61,15 +62,34 @@ struct GenerationRequest {
   grammar::GrammarPtr grammar;
   std::vector<std::string> grammar_triggers;
   bool grammar_trigger_at_start = false;  // a trigger counts only at the output's start
+  // Log-probabilities per generated token: -1 none; 0 the chosen token's only; n > 0 also the n most
+  // probable. From the model's raw distribution, or with post_sampling_probs from the sampler's final one
+  // (Event::top_logprobs then holds log(probability) of the candidates that survived the sampler chain).
+  int32_t n_probs = -1;
+  bool post_sampling_probs = false;
+  // n > 1 choices of one prompt: the stream id of the request whose prompt KV this one copies instead of
+  // computing it (the first choice). It waits until that request's prompt is in its slot; if that request
+  // is gone by then, it runs as any request (and may still reuse a kept prefix).
+  uint64_t share_prompt_of = 0;
+  int id_slot = -1;  // >= 0: run only in this slot (llama-server's id_slot), waiting for it if busy
+  bool return_progress = false;  // kProgress events while the prompt is processed
 };
 
 // One thing that happened to a request, in order. kToken events carry only complete UTF-8 text.
 struct Event {
-  enum Type { kToken, kDone, kError } type = kToken;
+  enum Type { kToken, kDone, kError, kProgress } type = kToken;
   std::string text;  // kToken: new text (may be empty while a stop string or UTF-8 sequence is pending)
-  TokenId token = -1;
+  TokenId token = -1;  // kToken: the generated token (-1: text flushed at the end, no token)
+  // kToken with n_probs >= 0: the token's log-probability and the most probable alternatives.
+  float logprob = 0;
+  std::vector<TokenLogprob> top_logprobs;
   // kDone:
   std::string finish_reason;  // "stop" or "length"
+  std::string stop_word;      // the stop string that ended generation, if one did
+  bool truncated = false;     // generation stopped because the slot's context was full
+  int slot = -1;              // the slot running the request (kToken, kProgress, kDone)
+  // kProgress: prompt tokens in the cache so far (n_cached of them reused) of n_prompt, and time spent.
+  int32_t n_prompt_processed = 0;
   int32_t n_prompt = 0;
   int32_t n_generated = 0;
   int32_t n_cached = 0;          // prompt tokens whose KV was reused from the slot (not recomputed)

@@ -55,6 +55,9 @@ struct Engine::Impl {
     int32_t limit_cells = 0;     // most cells the current request may fill (slot size, or its budget share)
     uint64_t budget_bytes = 0;   // worst-case KV reserved for the current request against --kv-budget
     bool commit_logged = false;  // "first commit" logged since the slot was last empty
+    // The token being handed to OnToken: its log-probabilities (requests with n_probs >= 0).
+    float token_logprob = 0;
+    std::vector<TokenLogprob> token_top;
     bool busy() const { return stream != nullptr; }
     bool in_prompt() const { return n_prompt_done < static_cast<int32_t>(req.prompt.size()); }
   };
@@ -95,7 +98,7 @@ struct Engine::Impl {
   // engine.cpp
   void Loop();
   void Step();
-  void Finish(Slot& s, const std::string& reason);
+  void Finish(Slot& s, const std::string& reason, bool truncated = false);
   void Fail(Slot& s, const Status& st);
   void Release(Slot& s, bool keep_cache);
   void OnToken(Slot& s, TokenId tok);
@@ -105,6 +108,9 @@ struct Engine::Impl {
   // memory_policy.cpp
   // Moves queued requests into idle slots while a slot and the budget allow (caller holds `mu`).
   void AdmitQueued();
+  // For a request that shares another's prompt (n > 1): the busy slot holding that prompt's KV, or null.
+  // *wait: that request still computes its prompt, so this one should wait for it.
+  Slot* PromptSource(const GenerationRequest& req, bool* wait);
   // Budget bytes held by every slot but `except`: busy slots their reservation, idle slots their KV.
   uint64_t BudgetUsedExcept(int except) const;
   // Drops idle slots' kept KV, least recently used first, until `need` more bytes fit the budget.

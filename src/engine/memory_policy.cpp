@@ -99,13 +99,19 @@ void Engine::Impl::AdmitQueued() {
     if (queue.empty()) return;
     Pending& p = queue.front();
     const int32_t n_prompt = static_cast<int32_t>(p.req.prompt.size());
+    // Another choice of the same prompt (n > 1) is computing it: wait, then copy its KV.
+    bool wait = false;
+    Slot* source = PromptSource(p.req, &wait);
+    if (wait) return;
+    // A slot that may take the request: idle, and the one asked for if any.
+    auto usable = [&p](const Slot& s) { return !s.busy() && (p.req.id_slot < 0 || p.req.id_slot == s.id); };
     // The slot: the idle one whose kept tokens share the longest prefix with the prompt (at least the last
     // prompt token is always computed, for its logits); else an empty one; else the least recently used.
     Slot* best = nullptr;
     int32_t keep = 0;
-    if (p.req.cache_prompt && !p.req.embedding) {
+    if (p.req.cache_prompt && !p.req.embedding && !source) {
       for (Slot& s : slots) {
-        if (s.busy()) continue;
+        if (!usable(s)) continue;
         const int32_t k = std::min(CommonPrefix(s.cache, p.req.prompt), n_prompt - 1);
         if (k > keep) {
           keep = k;
@@ -115,7 +121,7 @@ void Engine::Impl::AdmitQueued() {
     }
     if (!best) {
       for (Slot& s : slots) {
-        if (s.busy()) continue;
+        if (!usable(s)) continue;
         if (!best || (s.cache.empty() && !best->cache.empty()) ||
             (s.cache.empty() == best->cache.empty() && s.last_used < best->last_used)) {
           best = &s;
@@ -140,6 +146,14 @@ void Engine::Impl::AdmitQueued() {
     if (kv->n_cells(s.id) > keep || s.cache.size() > static_cast<size_t>(keep)) {
       TrimSlot(s, keep, keep > 0 ? "prompt prefix reused" : "slot reassigned");
     }
+    if (source) {
+      // All but the last prompt token (computed here, for this choice's own logits) come from the source.
+      keep = n_prompt - 1;
+      kv->CopyCells(source->id, s.id, keep);
+      s.cache.assign(p.req.prompt.begin(), p.req.prompt.begin() + keep);
+      LS_LOG_DEBUG("slot %d: copied %d prompt cells from slot %d (another choice of the same prompt)", s.id,
+                   keep, source->id);
+    }
     s.req = std::move(p.req);
     s.stream = std::move(p.stream);
     queue.pop_front();
@@ -149,7 +163,7 @@ void Engine::Impl::AdmitQueued() {
     s.budget_bytes = reserve;
     s.n_generated = 0;
     s.next_token = -1;
-    s.sampler = std::make_unique<Sampler>(s.req.sampling);
+    s.sampler = std::make_unique<Sampler>(s.req.sampling, engine->tokenizer_.get());
     for (TokenId t : s.req.prompt) s.sampler->Accept(t);
     s.constrained.reset();
     if (s.req.grammar)
@@ -162,6 +176,23 @@ void Engine::Impl::AdmitQueued() {
       LS_LOG_DEBUG("slot %d: request %llu reuses %d of %d prompt tokens", s.id,
                    static_cast<unsigned long long>(s.stream->id()), keep, n_prompt);
   }
+}
+
+Engine::Impl::Slot* Engine::Impl::PromptSource(const GenerationRequest& req, bool* wait) {
+  *wait = false;
+  if (req.share_prompt_of == 0 || req.embedding) return nullptr;
+  for (Slot& s : slots) {
+    if (!s.busy() || s.stream->id() != req.share_prompt_of) continue;
+    if (s.in_prompt()) {
+      *wait = true;
+      return nullptr;
+    }
+    // Its cells [0, n_prompt - 1) hold exactly this prompt's tokens (the same prompt, computed already).
+    const int32_t n = static_cast<int32_t>(req.prompt.size()) - 1;
+    if (static_cast<int32_t>(s.cache.size()) < n || CommonPrefix(s.cache, req.prompt) < n) return nullptr;
+    return &s;
+  }
+  return nullptr;  // it finished or went away: this request runs on its own
 }
 
 void Engine::Impl::LogFirstCommits() {

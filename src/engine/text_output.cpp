@@ -16,7 +16,13 @@ std::string TextOutput::Append(const std::string& piece, bool* hit_stop) {
   pending_ += piece;
   // A full stop string: send what precedes the earliest one.
   size_t first = std::string::npos;
-  for (const std::string& s : stop_) first = std::min(first, pending_.find(s));
+  for (const std::string& s : stop_) {
+    const size_t at = pending_.find(s);
+    if (at < first) {
+      first = at;
+      matched_ = s;
+    }
+  }
   if (first != std::string::npos) {
     *hit_stop = true;
     std::string out = pending_.substr(0, first);

@@ -17,10 +17,13 @@ class TextOutput {
   std::string Append(const std::string& piece, bool* hit_stop);
   // Text still held back at the end of the generation (an unfinished stop-string prefix, partial UTF-8).
   std::string Flush();
+  // The stop string that Append found (the earliest in the text; the first listed on a tie), else empty.
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stop_;
   std::string pending_;  // not yet sent
+  std::string matched_;
 };
 
 }  // namespace lazyslot

@@ -83,6 +83,16 @@ void KvCache::SetCells(int slot, int32_t n) {
   peak_committed_ = std::max(peak_committed_, committed_bytes());
 }
 
+void KvCache::CopyCells(int from, int to, int32_t n) {
+  n = std::clamp<int32_t>(n, 0, std::min(slots_[from].n_cells, config_.n_ctx_slot));
+  if (from == to) return;
+  for (int il = 0; il < config_.n_layer; ++il) {
+    std::memcpy(KRow(il, to, 0), KRow(il, from, 0), k_row_bytes_ * static_cast<size_t>(n));
+    std::memcpy(VRow(il, to, 0), VRow(il, from, 0), v_row_bytes_ * static_cast<size_t>(n));
+  }
+  SetCells(to, n);
+}
+
 uint64_t KvCache::BytesForCells(int32_t cells) const {
   cells = std::clamp<int32_t>(cells, 0, config_.n_ctx_slot);
   const size_t page = vm::PageSize();

@@ -61,6 +61,9 @@ class KvCache {
   // Keeps cells [0, n_keep) and returns the pages past them to the kernel at once. Returns the bytes given
   // back. Eager mode keeps every page (as llama.cpp does) and only moves the cell count.
   Result<uint64_t> Trim(int slot, int32_t n_keep);
+  // Copies cells [0, n) of slot `from` into slot `to` (every layer, K and V) and sets `to`'s cell count to
+  // n; `to` must hold no more than n cells. It commits n cells' pages in `to` (a copy, not shared pages).
+  void CopyCells(int from, int to, int32_t n);
   // Returns every page of every slot (idle release); eager mode only empties the slots. Returns the bytes.
   Result<uint64_t> ReleaseAll();
 

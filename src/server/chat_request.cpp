@@ -6,8 +6,75 @@
 namespace lazyslot::server {
 namespace {
 
+// Reasoning switches: --reasoning-budget 0 turns thinking off; a request's reasoning_effort goes to the
+// templates that read it (gpt-oss) and switches thinking on or off in those with enable_thinking (Qwen3).
+// Set only where the client's chat_template_kwargs did not say.
+Status ReasoningKwargs(const ServerState& st, const Json& body, Json* extra) {
+  const std::string& src = st.chat_template->source();
+  LS_ASSIGN_OR_RETURN(std::string effort, GetString(body, "reasoning_effort", ""));
+  if (!effort.empty()) {
+    if (effort != "none" && effort != "minimal" && effort != "low" && effort != "medium" &&
+        effort != "high") {
+      return InvalidArgument("reasoning_effort: '" + effort +
+                             "' is not one of none, minimal, low, medium, high");
+    }
+    if (TemplateSupportsReasoningEffort(src)) {
+      if (!extra->contains("reasoning_effort")) (*extra)["reasoning_effort"] = effort;
+    } else if (TemplateSupportsThinkingSwitch(src)) {
+      if (!extra->contains("enable_thinking")) {
+        (*extra)["enable_thinking"] = effort != "none" && effort != "minimal";
+      }
+    } else {
+      return InvalidArgument("reasoning_effort: the chat template '" + st.chat_template->name() +
+                             "' has no reasoning switch (neither reasoning_effort nor enable_thinking)");
+    }
+  }
+  if (st.opts.reasoning_budget == 0 && TemplateSupportsThinkingSwitch(src) &&
+      !extra->contains("enable_thinking")) {
+    (*extra)["enable_thinking"] = false;
+  }
+  return Status::Ok();
+}
+
+// The rendered prompt. A chat whose last message is the assistant's is continued: the messages before it are
+// rendered with the generation prompt and its content is appended, so the model goes on writing that
+// message (llama-server's assistant prefill; continue_final_message asks for it explicitly).
 Result<std::string> RenderText(const ServerState& st, const Json& body, const ToolRequest& tools) {
   LS_ASSIGN_OR_RETURN(Json wire, ParseChatMessages(body));
+  LS_ASSIGN_OR_RETURN(bool add_generation_prompt, GetBool(body, "add_generation_prompt", true));
+  const bool last_is_assistant = wire.back().value("role", "") == "assistant";
+  const bool continue_given =
+      body.contains("continue_final_message") && !body.at("continue_final_message").is_null();
+  // By default only a last assistant message with text and no tool calls is continued (llama-server's
+  // prefill); one with calls is history, and the model answers after it.
+  const Json& last_msg = wire.back();
+  const bool prefillable = last_is_assistant && last_msg.contains("content") &&
+                           last_msg.at("content").is_string() &&
+                           !last_msg.at("content").get<std::string>().empty() &&
+                           !(last_msg.contains("tool_calls") && last_msg.at("tool_calls").is_array() &&
+                             !last_msg.at("tool_calls").empty());
+  LS_ASSIGN_OR_RETURN(bool continue_final, GetBool(body, "continue_final_message", prefillable));
+  if (continue_final && !last_is_assistant) {
+    return InvalidArgument("continue_final_message: the last message must be the assistant's, got '" +
+                           wire.back().value("role", "") + "'");
+  }
+  if (continue_final && continue_given && body.contains("add_generation_prompt") && add_generation_prompt) {
+    return InvalidArgument("continue_final_message: cannot be combined with add_generation_prompt true");
+  }
+  std::string prefill;
+  if (continue_final) {
+    const Json& last = wire.back();
+    if (last.contains("tool_calls") && last.at("tool_calls").is_array() && !last.at("tool_calls").empty()) {
+      return InvalidArgument(
+          "continue_final_message: the last message has tool_calls; only text can be continued");
+    }
+    if (last.contains("content") && last.at("content").is_string())
+      prefill = last.at("content").get<std::string>();
+    wire.erase(wire.size() - 1);
+    if (wire.empty())
+      return InvalidArgument("messages: nothing comes before the assistant message to continue");
+    add_generation_prompt = true;
+  }
   LS_ASSIGN_OR_RETURN(Json messages, PrepareMessagesForTemplate(wire));
   Json extra = Json::object();
   extra["bos_token"] = st.bos_text;
@@ -22,13 +89,14 @@ Result<std::string> RenderText(const ServerState& st, const Json& body, const To
     }
     for (auto it = kwargs->begin(); it != kwargs->end(); ++it) extra[it.key()] = it.value();
   }
-  Result<std::string> text = st.chat_template->Apply(messages, /*add_generation_prompt=*/true, extra);
+  LS_RETURN_IF_ERROR(ReasoningKwargs(st, body, &extra));
+  Result<std::string> text = st.chat_template->Apply(messages, add_generation_prompt, extra);
   if (!text.ok()) {
     // Template failures (including the template's own raise_exception) are about the request's messages.
     return InvalidArgument("messages: the chat template '" + st.chat_template->name() +
                            "' could not render them: " + text.status().message());
   }
-  return text;
+  return *text + prefill;
 }
 
 // Renders the chat through the template and tokenizes it (control tokens in the rendered text are parsed).
@@ -59,7 +127,20 @@ Result<ChatSetup> PrepareChat(const ServerState& st, const Json& body) {
   LS_ASSIGN_OR_RETURN(out.constraint, ParseOutputConstraint(body));
   std::string rendered;
   LS_ASSIGN_OR_RETURN(out.prompt, RenderPrompt(st, body, out.tools, &rendered));
-  out.parse_options.in_think_at_start = PromptOpensThink(rendered);
+  ChatParseOptions& o = out.options;
+  o.reasoning.syntax = st.reasoning_syntax;
+  o.reasoning.format = st.reasoning_format;
+  LS_ASSIGN_OR_RETURN(std::string format, GetString(body, "reasoning_format", ""));
+  if (!format.empty()) {
+    Result<ReasoningFormat> f = ParseReasoningFormat(format);
+    if (!f.ok()) return InvalidArgument("reasoning_format: " + f.status().message());
+    o.reasoning.format = *f;
+  }
+  o.reasoning.in_think_at_start = PromptOpensThink(rendered);
+  o.tool_options.in_think_at_start = o.reasoning.in_think_at_start;
+  o.tools_active = out.tools.active();
+  o.tool_format = st.tool_format;
+  o.tools = out.tools.tools;
   if (!out.tools.active()) return out;
 
   if (!out.constraint.gbnf.empty()) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "chat/tool_calls.h"
+#include "server/chat_stream.h"
 #include "server/openai_params.h"
 #include "server/output_constraint.h"
 #include "server/server_state.h"
@@ -16,7 +17,7 @@ namespace lazyslot::server {
 struct ChatSetup {
   std::vector<TokenId> prompt;
   ToolRequest tools;                   // tools.active(): the answer is parsed for calls
-  ToolCallParseOptions parse_options;  // e.g. the prompt leaves a <think> open
+  ChatParseOptions options;            // how the answer splits into reasoning, content and tool calls
   OutputConstraint constraint;         // gbnf empty: free text
   bool trigger_at_start = false;       // lazy tool grammar of a bare-JSON format: only at the output's start
 };

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "server/anthropic_api.h"
 #include "server/errors.h"
 #include "server/request_body.h"
 #include "server/server_limits.h"
@@ -47,6 +48,12 @@ Status LoadChatTemplate(ServerState& st) {
   LS_RETURN_IF_ERROR(LoadChatTemplateOnly(st));
   st.tool_format = DetectToolCallFormat(st.chat_template->source());
   LS_LOG_INFO("tool calls: format '%s'", ToolCallFormatName(st.tool_format));
+  st.reasoning_syntax = DetectReasoningSyntax(st.chat_template->source());
+  Result<ReasoningFormat> format = ParseReasoningFormat(st.opts.reasoning_format);
+  if (!format.ok()) return InvalidArgument("--reasoning-format: " + format.status().message());
+  st.reasoning_format = *format;
+  LS_LOG_INFO("reasoning: %s, format %s", ReasoningSyntaxName(st.reasoning_syntax),
+              ReasoningFormatName(st.reasoning_format));
   return Status::Ok();
 }
 
@@ -97,7 +104,13 @@ void InstallHooks(ServerState& st) {
     if (req.path == "/health" || req.path == "/v1/health") return httplib::Server::HandlerResponse::Unhandled;
     if (!IsPublic(st.opts, req.path) && !st.opts.api_keys.empty() &&
         !KeyMatches(PresentedKey(req), st.opts.api_keys)) {
-      SetError(res, 401, "invalid or missing API key (send 'Authorization: Bearer <key>')");
+      const std::string message = "invalid or missing API key (send 'Authorization: Bearer <key>')";
+      if (req.path.rfind("/v1/messages", 0) == 0) {  // Anthropic clients read Anthropic's error shape
+        res.status = 401;
+        res.set_content(Dump(AnthropicErrorBody(401, message)), "application/json; charset=utf-8");
+      } else {
+        SetError(res, 401, message);
+      }
       return httplib::Server::HandlerResponse::Handled;
     }
     if (!st.ready.load()) {
@@ -193,6 +206,8 @@ Status HttpServer::Run() {
   RegisterSlotRoutes(st);
   RegisterCompletionRoutes(st);
   RegisterEmbeddingRoutes(st);
+  RegisterMessageRoutes(st);
+  RegisterInfillRoute(st);
 
   if (!st.http.bind_to_port(st.opts.host, st.opts.port)) {
     return IoError("cannot listen on " + st.opts.host + ":" + std::to_string(st.opts.port) +

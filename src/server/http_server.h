@@ -25,9 +25,18 @@ struct ServerOptions {
   std::string chat_template_label = "custom";
   std::string model_alias;    // id in /v1/models and responses; empty = the model file's name
   bool pooling_none = false;  // --pooling none: per-token vectors, which /v1/embeddings refuses
-  // -n/--n-predict: tokens a completion request may generate when it names no limit, and the most it may
-  // ask for (larger limits are lowered to it, as llama-server does); -1: no server limit.
+  // -n/--n-predict: tokens a completion request generates when it names no limit, as llama-server; -1: until
+  // end of generation or the context is full. --max-tokens-cap: the most any request may generate (larger
+  // limits are lowered to it); 0: no cap.
   int32_t n_predict = -1;
+  int32_t max_tokens_cap = 0;
+  // Sampling defaults for requests that do not set a field (--temp, --top-k, --top-p, --min-p, --seed,
+  // --repeat-penalty, ...), reported by /props.
+  SamplingParams sampling;
+  // --reasoning-format none|deepseek|deepseek-legacy|auto (a request's reasoning_format overrides it) and
+  // --reasoning-budget: -1 unrestricted, 0 thinking off (the template's enable_thinking = false).
+  std::string reasoning_format = "auto";
+  int reasoning_budget = -1;
   // Largest request body (--max-body-size); a bigger one is answered 413 without being read.
   uint64_t max_body_size = uint64_t{8} << 20;
   int http_threads = 0;  // 0: n_parallel + max_queue + 16 (every waiting request holds a thread)

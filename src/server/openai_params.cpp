@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <limits>
 
+#include "server/native_params.h"
+#include "server/sampling_fields.h"
+
 namespace lazyslot::server {
 namespace {
 
@@ -167,8 +170,16 @@ Result<std::string> GetString(const Json& body, const std::string& field, const 
   return v.get<std::string>();
 }
 
-Result<GenerationParams> ParseGenerationParams(const Json& body) {
+Result<int64_t> GetInteger(const Json& body, const std::string& field, int64_t lo, int64_t hi) {
+  if (!Present(body, field)) return FieldError(field, "is required");
+  return IntegerValue(body.at(field), field, lo, hi);
+}
+
+Result<GenerationParams> ParseGenerationParams(const Json& body, const SamplingParams& defaults) {
   GenerationParams p;
+  p.sampling = defaults;
+  p.seed_given = defaults.seed != SamplingParams().seed;
+  p.repeat_last_n = defaults.repeat_last_n;
   SamplingParams& s = p.sampling;
   LS_RETURN_IF_ERROR(ReadFloat(body, "temperature", 0.0, 1e6, &s.temperature));
   LS_RETURN_IF_ERROR(ReadFloat(body, "top_p", 0.0, 1.0, &s.top_p));
@@ -186,10 +197,9 @@ Result<GenerationParams> ParseGenerationParams(const Json& body) {
     LS_ASSIGN_OR_RETURN(int64_t seed,
                         IntegerValue(body.at("seed"), "seed", std::numeric_limits<int64_t>::min(),
                                      std::numeric_limits<int64_t>::max()));
-    if (seed != -1) {
-      s.seed = static_cast<uint64_t>(seed);
-      p.seed_given = true;
-    }
+    // -1 asks for a random seed, even when the server has a --seed.
+    p.seed_given = seed != -1;
+    if (seed != -1) s.seed = static_cast<uint64_t>(seed);
   }
   // Precedence as OpenAI documents it: max_completion_tokens replaces max_tokens; n_predict is
   // llama-server's.
@@ -235,22 +245,12 @@ Result<GenerationParams> ParseGenerationParams(const Json& body) {
       p.include_usage = it->get<bool>();
     }
   }
-  if (Present(body, "n")) {
-    LS_ASSIGN_OR_RETURN(int64_t n, IntegerValue(body.at("n"), "n", 1, 1000));
-    if (n != 1) return FieldError("n", "only one choice per request is supported, got " + std::to_string(n));
+  for (const char* field : {"n", "n_cmpl"}) {
+    if (!Present(body, field)) continue;
+    LS_ASSIGN_OR_RETURN(int64_t n, IntegerValue(body.at(field), field, 1, 256));
+    p.n = static_cast<int>(n);
   }
-  // Features this server does not implement are refused rather than silently ignored.
-  if (Present(body, "logprobs")) {
-    const Json& v = body.at("logprobs");
-    const bool off = (v.is_boolean() && !v.get<bool>()) || (v.is_number_integer() && v.get<int64_t>() == 0);
-    if (!off) return FieldError("logprobs", "log-probabilities are not supported by this server");
-  }
-  if (Present(body, "top_logprobs")) {
-    const Json& v = body.at("top_logprobs");
-    if (!(v.is_number_integer() && v.get<int64_t>() == 0)) {
-      return FieldError("top_logprobs", "log-probabilities are not supported by this server");
-    }
-  }
+  LS_RETURN_IF_ERROR(ParseSamplingFields(body, &s));
   return p;
 }
 
@@ -299,6 +299,8 @@ const std::vector<std::string>& GenerationFields() {
                                                    "json_schema",
                                                    "grammar",
                                                    "logit_bias",
+                                                   "n_probs",
+                                                   "post_sampling_probs",
                                                    "model",
                                                    "user",
                                                    "metadata",
@@ -309,14 +311,23 @@ const std::vector<std::string>& GenerationFields() {
 
 std::vector<std::string> KnownFields(RequestKind kind) {
   std::vector<std::string> f;
+  if (kind == RequestKind::kChat || kind == RequestKind::kCompletion || kind == RequestKind::kNative) {
+    f.insert(f.end(), SamplingFieldNames().begin(), SamplingFieldNames().end());
+  }
   switch (kind) {
     case RequestKind::kChat:
-      f = GenerationFields();
-      f.insert(f.end(), {"messages", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs"});
+      f.insert(f.end(), GenerationFields().begin(), GenerationFields().end());
+      f.insert(f.end(),
+               {"messages", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs",
+                "add_generation_prompt", "continue_final_message", "reasoning_format", "reasoning_effort"});
       break;
     case RequestKind::kCompletion:
-      f = GenerationFields();
+      f.insert(f.end(), GenerationFields().begin(), GenerationFields().end());
       f.insert(f.end(), {"prompt", "echo", "suffix", "best_of"});
+      break;
+    case RequestKind::kNative:
+      f.insert(f.end(), GenerationFields().begin(), GenerationFields().end());
+      f.insert(f.end(), NativeFieldNames().begin(), NativeFieldNames().end());
       break;
     case RequestKind::kEmbedding:
       f = {"input", "content", "encoding_format", "dimensions", "model", "user"};
@@ -336,10 +347,6 @@ std::vector<std::string> KnownFields(RequestKind kind) {
 
 // Known fields whose non-default values this server cannot honour: refused rather than ignored.
 Status CheckUnsupportedValues(const Json& body, RequestKind kind) {
-  if (kind == RequestKind::kCompletion && Present(body, "best_of")) {
-    LS_ASSIGN_OR_RETURN(int64_t n, IntegerValue(body.at("best_of"), "best_of", 1, 1000));
-    if (n != 1) return FieldError("best_of", "only 1 is supported, got " + std::to_string(n));
-  }
   if (kind == RequestKind::kEmbedding && Present(body, "dimensions")) {
     return FieldError("dimensions",
                       "shortened embeddings are not supported; omit it to get the model's full size");
@@ -351,6 +358,20 @@ Status CheckUnsupportedValues(const Json& body, RequestKind kind) {
 }
 
 }  // namespace
+
+Status CheckCompletionExtras(const Json& body) {
+  if (Present(body, "best_of")) {
+    LS_ASSIGN_OR_RETURN(int64_t n, IntegerValue(body.at("best_of"), "best_of", 1, 1000));
+    if (n != 1) return FieldError("best_of", "only 1 is supported, got " + std::to_string(n));
+  }
+  LS_ASSIGN_OR_RETURN(bool echo, GetBool(body, "echo", false));
+  if (echo) return FieldError("echo", "echoing the prompt is not supported");
+  LS_ASSIGN_OR_RETURN(std::string suffix, GetString(body, "suffix", ""));
+  if (!suffix.empty()) {
+    return FieldError("suffix", "insertion is not supported here; llama-server's POST /infill does it");
+  }
+  return Status::Ok();
+}
 
 Status CheckKnownFields(const Json& body, RequestKind kind) {
   const std::vector<std::string> known = KnownFields(kind);

@@ -30,18 +30,23 @@ constexpr size_t kMaxStopStrings = 32;
 constexpr size_t kMaxStopBytes = 256;
 
 // Which request a body belongs to, for CheckKnownFields.
-enum class RequestKind { kChat, kCompletion, kEmbedding, kTokenize, kDetokenize, kSlotFile };
+// kNative: llama-server's /completion and /infill, whose own fields are known too.
+enum class RequestKind { kChat, kCompletion, kNative, kEmbedding, kTokenize, kDetokenize, kSlotFile };
 
 // Refuses top-level fields the route neither uses nor knows to be harmless metadata (as OpenAI does), so a
 // typo such as "max_token" is a 400 naming the field (with the closest known name) instead of being
-// silently ignored. llama-server's own /completion route is lenient and does not call this.
+// silently ignored.
 Status CheckKnownFields(const Json& body, RequestKind kind);
+
+// /v1/completions fields this server refuses unless they have their default value: echo, suffix, best_of.
+Status CheckCompletionExtras(const Json& body);
 
 struct GenerationParams {
   SamplingParams sampling;
   bool seed_given = false;        // absent or -1: the route draws a random seed, as llama-server does
   int32_t repeat_last_n = 64;     // -1: the whole slot context
-  int32_t n_predict = -1;         // max_completion_tokens | max_tokens | n_predict; -1: no limit
+  int32_t n_predict = -1;         // max_completion_tokens | max_tokens | n_predict; -1: not given
+  int n = 1;                      // choices per prompt (`n`, llama-server's `n_cmpl`)
   std::vector<std::string> stop;  // empty strings dropped
   bool ignore_eos = false;
   bool cache_prompt = true;  // llama-server's: reuse a slot's kept KV for a matching prompt prefix
@@ -49,8 +54,9 @@ struct GenerationParams {
   bool include_usage = false;  // stream_options.include_usage
 };
 
-// Reads the generation fields shared by /v1/chat/completions, /v1/completions and /completion.
-Result<GenerationParams> ParseGenerationParams(const Json& body);
+// Reads the generation fields shared by /v1/chat/completions, /v1/completions and /completion, over the
+// server's defaults (--temp, --top-k, --seed, ...).
+Result<GenerationParams> ParseGenerationParams(const Json& body, const SamplingParams& defaults = {});
 
 // One prompt: text to tokenize, or token ids given by the client.
 struct PromptInput {
@@ -81,6 +87,8 @@ Result<Json> ParseChatMessages(const Json& body);
 // Optional typed fields: absent or null -> `def`; present with the wrong type -> error naming the field.
 Result<bool> GetBool(const Json& body, const std::string& field, bool def);
 Result<std::string> GetString(const Json& body, const std::string& field, const std::string& def);
+// A present integer within [lo, hi] (1.0 counts as 1); the caller checks presence.
+Result<int64_t> GetInteger(const Json& body, const std::string& field, int64_t lo, int64_t hi);
 
 // Standard base64 (RFC 4648, with padding).
 std::string Base64Encode(const void* data, size_t n);

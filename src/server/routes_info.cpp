@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "server/errors.h"
+#include "server/native_params.h"
 #include "server/openai_params.h"
 #include "server/request_body.h"
 #include "server/server_state.h"
@@ -111,8 +112,16 @@ void Models(ServerState& st, httplib::Response& res) {
 
 void Props(ServerState& st, httplib::Response& res) {
   const EngineConfig& cfg = st.engine->config();
-  nlohmann::json settings = {
-      {"n_ctx", st.engine->n_ctx_slot()}, {"n_predict", st.opts.n_predict}, {"model", st.model_id}};
+  // As llama-server: the slot defaults, with the sampling defaults (--temp, --seed, ...) under "params".
+  GenerationParams defaults;
+  defaults.sampling = st.opts.sampling;
+  defaults.n_predict = st.opts.n_predict;
+  defaults.repeat_last_n = st.opts.sampling.repeat_last_n;
+  nlohmann::json settings = {{"n_ctx", st.engine->n_ctx_slot()},
+                             {"n_predict", st.opts.n_predict},
+                             {"model", st.model_id},
+                             {"is_processing", false},
+                             {"params", GenerationSettingsJson(defaults, st)}};
   SendJson(res, {{"default_generation_settings", settings},
                  {"total_slots", cfg.n_parallel},
                  {"n_parallel", cfg.n_parallel},
@@ -135,6 +144,9 @@ void Props(ServerState& st, httplib::Response& res) {
                  {"bos_token", st.bos_text},
                  {"eos_token", st.eos_text},
                  {"modalities", {{"vision", false}, {"audio", false}}},
+                 {"reasoning_format", ReasoningFormatName(st.reasoning_format)},
+                 {"reasoning_syntax", ReasoningSyntaxName(st.reasoning_syntax)},
+                 {"tool_call_format", ToolCallFormatName(st.tool_format)},
                  {"build_info", "lazyslot"}});
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "chat/chat_template.h"
+#include "chat/reasoning.h"
 #include "chat/tool_calls.h"
 #include "engine/engine.h"
 #include "server/http_server.h"
@@ -27,6 +28,8 @@ struct HttpServer::State {
   std::unique_ptr<Engine> engine;     // set once before `ready`; read-only afterwards
   std::optional<ChatTemplate> chat_template;
   ToolCallFormat tool_format = ToolCallFormat::kGeneric;  // how the template's model writes tool calls
+  ReasoningSyntax reasoning_syntax = ReasoningSyntax::kNone;  // how it marks reasoning (from the template)
+  ReasoningFormat reasoning_format = ReasoningFormat::kAuto;  // --reasoning-format
   std::string model_id;
   std::string bos_text, eos_text;  // passed to chat templates as bos_token / eos_token
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
@@ -43,6 +46,8 @@ using ServerState = HttpServer::State;
 void RegisterCompletionRoutes(ServerState& st);    // /v1/chat/completions, /v1/completions, /completion,
                                                    // /apply-template
 void RegisterEmbeddingRoutes(ServerState& st);     // /v1/embeddings
+void RegisterMessageRoutes(ServerState& st);       // /v1/messages (Anthropic), /v1/responses
+void RegisterInfillRoute(ServerState& st);         // /infill
 void RegisterInfoRoutes(ServerState& st);          // /health, /v1/models, /props, /metrics, /tokenize, ...
 void RegisterSlotRoutes(ServerState& st);          // GET /slots, POST /slots/{id}?action=save|restore|erase
 std::string RenderMetrics(const ServerState& st);  // Prometheus text for GET /metrics

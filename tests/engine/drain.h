@@ -14,6 +14,8 @@ namespace lazyslot::testing {
 struct Collected {
   std::string text;             // concatenated text deltas
   std::vector<TokenId> tokens;  // generated token ids
+  std::vector<Event> token_events;  // the kToken events that carry a token (with their logprobs)
+  std::vector<Event> progress;      // kProgress events
   Event done;                   // the final kDone or kError event
   bool error = false;
 };
@@ -27,9 +29,14 @@ inline Collected Drain(RequestStream& s) {
       c.error = true;
       return c;
     }
-    if (ev.type == Event::kToken) {
+    if (ev.type == Event::kProgress) {
+      c.progress.push_back(std::move(ev));
+    } else if (ev.type == Event::kToken) {
       c.text += ev.text;
-      if (ev.token >= 0) c.tokens.push_back(ev.token);
+      if (ev.token >= 0) {
+        c.tokens.push_back(ev.token);
+        c.token_events.push_back(ev);
+      }
     } else {
       c.error = ev.type == Event::kError;
       c.done = std::move(ev);

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "drain.h"
@@ -129,7 +131,82 @@ TEST(EngineTest, PromptLongerThanSlotIsRejectedWithBothNumbers) {
   Collected got = Drain(**ok);
   EXPECT_FALSE(got.error);
   EXPECT_EQ(got.done.finish_reason, "length");
-  EXPECT_EQ(got.done.n_generated, 3);  // cells 30 and 31 take two generated tokens; the third has no cell
+  // As llama-server, the slot's last cell stays unused: cell 30 takes the first generated token, and the
+  // second ends the generation (30 + 1 + 1 >= 32), truncated.
+  EXPECT_EQ(got.done.n_generated, 2);
+  EXPECT_TRUE(got.done.truncated);
+}
+
+// n > 1 choices: the later ones copy the first one's prompt KV (all but the last prompt token) instead of
+// computing it, and their greedy answers equal the first one's and a lone run's.
+TEST(EngineTest, ChoicesOfOnePromptCopyItsKvInsteadOfRecomputing) {
+  REQUIRE_SHARED_FILE("models/stories260K.gguf");
+  std::vector<TokenId> prompt;
+  for (int i = 0; i < 20; ++i) prompt.push_back(100 + 7 * i);
+  std::string alone;
+  {
+    auto single = MakeEngine("models/stories260K.gguf", 1, 64);
+    ASSERT_TRUE(single);
+    auto s = single->Submit(Greedy(prompt, 8));
+    ASSERT_TRUE(s.ok());
+    alone = Drain(**s).text;
+  }
+  auto engine = MakeEngine("models/stories260K.gguf", 3, 3 * 64);
+  ASSERT_TRUE(engine);
+  auto first = engine->Submit(Greedy(prompt, 8));
+  ASSERT_TRUE(first.ok());
+  std::vector<std::shared_ptr<RequestStream>> others;
+  for (int j = 0; j < 2; ++j) {
+    GenerationRequest r = Greedy(prompt, 8);
+    r.share_prompt_of = (*first)->id();
+    auto s = engine->Submit(std::move(r));
+    ASSERT_TRUE(s.ok());
+    others.push_back(*s);
+  }
+  Collected lead = Drain(**first);
+  EXPECT_EQ(lead.done.n_cached, 0);
+  EXPECT_EQ(lead.text, alone);
+  std::set<int> slots = {lead.done.slot};
+  for (auto& s : others) {
+    Collected c = Drain(*s);
+    ASSERT_FALSE(c.error);
+    EXPECT_EQ(c.done.n_cached, 19) << "the prompt's KV was recomputed, not copied";
+    EXPECT_EQ(c.text, alone);
+    slots.insert(c.done.slot);
+  }
+  EXPECT_EQ(slots.size(), 3u) << "each choice runs in its own slot";
+}
+
+TEST(EngineTest, IdSlotProgressAndLogprobs) {
+  REQUIRE_SHARED_FILE("models/stories260K.gguf");
+  auto engine = MakeEngine("models/stories260K.gguf", 2, 128);
+  ASSERT_TRUE(engine);
+  GenerationRequest r = Greedy(std::vector<TokenId>(12, 300), 5);
+  r.id_slot = 1;
+  r.return_progress = true;
+  r.n_probs = 3;
+  auto s = engine->Submit(r);
+  ASSERT_TRUE(s.ok());
+  Collected c = Drain(**s);
+  ASSERT_FALSE(c.error);
+  EXPECT_EQ(c.done.slot, 1);
+  ASSERT_FALSE(c.progress.empty());
+  EXPECT_EQ(c.progress.back().n_prompt_processed, 12);
+  EXPECT_EQ(c.progress.back().n_prompt, 12);
+  ASSERT_EQ(c.token_events.size(), 5u);
+  for (const Event& ev : c.token_events) {
+    ASSERT_EQ(ev.top_logprobs.size(), 3u);
+    EXPECT_EQ(ev.top_logprobs[0].id, ev.token) << "greedy draws the most probable token";
+    EXPECT_FLOAT_EQ(ev.logprob, ev.top_logprobs[0].logprob);
+    double mass = 0;
+    for (const TokenLogprob& t : ev.top_logprobs) mass += std::exp(t.logprob);
+    EXPECT_LE(mass, 1.0 + 1e-6);
+    EXPECT_GE(ev.top_logprobs[0].logprob, ev.top_logprobs[1].logprob);
+  }
+  r.id_slot = 2;
+  auto bad = engine->Submit(r);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("id_slot"), std::string::npos);
 }
 
 TEST(EngineTest, EmbeddingIsPooledAndNormalised) {

@@ -50,7 +50,11 @@ Collected Generate(Engine& e, const std::vector<TokenId>& prompt, int32_t n) {
   r.sampling.temperature = 0;
   auto s = e.Submit(std::move(r));
   EXPECT_TRUE(s.ok()) << s.status().ToString();
-  if (!s.ok()) return Collected{"", {}, Event{}, true};
+  if (!s.ok()) {
+    Collected failed;
+    failed.error = true;
+    return failed;
+  }
   return Drain(**s);
 }
 

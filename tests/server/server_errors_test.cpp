@@ -68,7 +68,7 @@ TEST(ServerErrors, MalformedRequestsGet400NamingTheField) {
       {"/v1/chat/completions",
        {{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", "x"}}}}}}}},
        "messages[0].content[0].type"},
-      {"/v1/chat/completions", {{"messages", msgs}, {"logprobs", true}}, "logprobs"},
+      {"/v1/chat/completions", {{"messages", msgs}, {"logprobs", "yes"}}, "logprobs"},
       {"/v1/chat/completions",
        {{"messages", msgs}, {"response_format", {{"type", "xml"}}}},
        "response_format.type"},

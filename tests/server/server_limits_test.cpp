@@ -248,7 +248,9 @@ TEST(ServerLimits, LlamaServerSpellingsOfTimeoutAndThreads) {
 
 // -n/--n-predict: the generation limit of a request that sets none, and the most any request may ask for
 // (larger max_tokens are lowered to it, as llama-server does); /props reports it; bad values stop start-up.
-TEST(ServerLimits, NPredictIsTheDefaultAndTheCap) {
+// As llama-server: -n is the default for requests that name no limit (max_tokens wins when given, and
+// n_predict -1 means "the default"); --max-tokens-cap is a hard cap on top.
+TEST(ServerLimits, NPredictIsTheDefaultAndMaxTokensCapTheCap) {
   REQUIRE_SHARED_FILE(kStories);
   START_SERVER(srv, {"-m", SharedPath(kStories), "-n", "5", "-np", "3"});  // -np is not "-n p"
   const json props = srv->Get("/props").Json();
@@ -261,7 +263,7 @@ TEST(ServerLimits, NPredictIsTheDefaultAndTheCap) {
   const std::vector<Case> cases = {
       {{{"prompt", "Once upon a time"}}, 5},
       {{{"prompt", "Once upon a time"}, {"max_tokens", 3}}, 3},
-      {{{"prompt", "Once upon a time"}, {"max_tokens", 50}}, 5},
+      {{{"prompt", "Once upon a time"}, {"max_tokens", 50}}, 50},
       {{{"prompt", "Once upon a time"}, {"n_predict", -1}}, 5},
   };
   for (const Case& c : cases) {
@@ -278,6 +280,16 @@ TEST(ServerLimits, NPredictIsTheDefaultAndTheCap) {
   ASSERT_EQ(chat.status, 200) << chat.body;
   EXPECT_EQ(chat.Json()["usage"]["completion_tokens"], 5) << chat.body;
   srv->Stop();
+
+  START_SERVER(capped, {"-m", SharedPath(kStories), "-n", "5", "--max-tokens-cap", "4"});
+  for (const json& limit : {json(nullptr), json(3), json(50)}) {
+    json body = {{"prompt", "Once upon a time"}, {"temperature", 0}, {"ignore_eos", true}};
+    if (!limit.is_null()) body["max_tokens"] = limit;
+    const HttpResult r = capped->Post("/v1/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.Json()["usage"]["completion_tokens"], limit == json(3) ? 3 : 4) << body.dump();
+  }
+  capped->Stop();
 
   const std::string bin = std::string("timeout 30 ") + LAZYSLOT_BINARY + " serve --port " +
                           std::to_string(FreePort()) + " -m " + SharedPath(kStories);

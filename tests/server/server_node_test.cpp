@@ -21,7 +21,7 @@ void RequireNodePackages(const std::string& dir) {
     if (InCi()) FAIL() << "node and npm are required in CI (CI=true)";
     GTEST_SKIP() << "node/npm not installed";
   }
-  for (const char* pkg : {"openai", "ajv"}) {
+  for (const char* pkg : {"openai", "ajv", "@anthropic-ai/sdk"}) {
     if (std::filesystem::exists(dir + "/node_modules/" + pkg + "/package.json")) continue;
     std::string out;
     const int rc = RunShell("cd " + ShellQuote(dir) + " && npm install --no-audit --no-fund", &out);
@@ -62,6 +62,28 @@ void RunAgentChecks(const char* model) {
 }
 
 TEST(ServerNodeClient, AgentsQwen3Vocab) { RunAgentChecks(kQwenVocab); }
+
+// A node script against a server on the Qwen3-vocabulary model with `np` slots.
+void RunScript(const char* script, const char* np) {
+  REQUIRE_SHARED_FILE(kQwenVocab);
+  const std::string dir = TestDir();
+  RequireNodePackages(dir);
+  if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
+  START_SERVER(srv, {"-m", SharedPath(kQwenVocab), "-np", np, "-c", "6144", "--api-key", "script-key"});
+  std::string out;
+  const int rc = RunShell("cd " + ShellQuote(dir) + " && LAZYSLOT_URL=" + ShellQuote(srv->Url("")) +
+                              " LAZYSLOT_API_KEY=script-key node " + script,
+                          &out);
+  std::fprintf(stderr, "%s", out.c_str());
+  EXPECT_EQ(rc, 0) << out << "\nserver log:\n" << srv->Log();
+}
+
+// openai_dropin_test.mjs: logprobs, n, logit_bias, penalties, seeds, reasoning, native fields.
+TEST(ServerNodeClient, DropIn) { RunScript("openai_dropin_test.mjs", "3"); }
+// openai_responses_test.mjs: the Responses API through the openai client.
+TEST(ServerNodeClient, ResponsesApi) { RunScript("openai_responses_test.mjs", "2"); }
+// anthropic_sdk_test.mjs: the Messages API through @anthropic-ai/sdk.
+TEST(ServerNodeClient, AnthropicMessages) { RunScript("anthropic_sdk_test.mjs", "2"); }
 TEST(ServerNodeClient, AgentsTinyLlama) { RunAgentChecks("models/TinyLLama-v0-Q4_0.gguf"); }
 
 }  // namespace
