@@ -108,6 +108,10 @@ struct Engine::Impl {
   // memory_policy.cpp
   // Moves queued requests into idle slots while a slot and the budget allow (caller holds `mu`).
   void AdmitQueued();
+  // Admits queue[qi] if it can run now (erasing it from the queue): kAdmitted; kPass: it waits for something
+  // only it needs, later requests may go first; kStop: it waits for any slot or for the budget.
+  enum class Admit { kAdmitted, kPass, kStop };
+  Admit TryAdmit(size_t qi);
   // For a request that shares another's prompt (n > 1): the busy slot holding that prompt's KV, or null.
   // *wait: that request still computes its prompt, so this one should wait for it.
   Slot* PromptSource(const GenerationRequest& req, bool* wait);

@@ -90,19 +90,34 @@ void Engine::Impl::TrimSlot(Slot& s, int32_t keep, const char* why) {
 }
 
 void Engine::Impl::AdmitQueued() {
-  const EngineConfig& cfg = engine->config_;
-  for (;;) {
-    while (!queue.empty() && queue.front().stream->cancelled()) {
+  for (auto it = queue.begin(); it != queue.end();) {  // cancelled requests leave wherever they are
+    if (it->stream->cancelled()) {
       ++stats.requests_cancelled;
-      queue.pop_front();
+      it = queue.erase(it);
+    } else {
+      ++it;
     }
-    if (queue.empty()) return;
-    Pending& p = queue.front();
+  }
+  // In arrival order. A request waiting for something only it needs (the slot it named, or the first
+  // choice's prompt) lets later ones pass; one waiting for any slot or for the budget stops admission, so
+  // requests are served first come, first served.
+  size_t qi = 0;
+  while (qi < queue.size()) {
+    const Admit a = TryAdmit(qi);
+    if (a == Admit::kStop) return;
+    if (a == Admit::kPass) ++qi;
+  }
+}
+
+Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
+  const EngineConfig& cfg = engine->config_;
+  {
+    Pending& p = queue[qi];
     const int32_t n_prompt = static_cast<int32_t>(p.req.prompt.size());
     // Another choice of the same prompt (n > 1) is computing it: wait, then copy its KV.
     bool wait = false;
     Slot* source = PromptSource(p.req, &wait);
-    if (wait) return;
+    if (wait) return Admit::kPass;
     // A slot that may take the request: idle, and the one asked for if any.
     auto usable = [&p](const Slot& s) { return !s.busy() && (p.req.id_slot < 0 || p.req.id_slot == s.id); };
     // The slot: the idle one whose kept tokens share the longest prefix with the prompt (at least the last
@@ -128,7 +143,7 @@ void Engine::Impl::AdmitQueued() {
         }
       }
     }
-    if (!best) return;  // every slot is busy
+    if (!best) return p.req.id_slot >= 0 ? Admit::kPass : Admit::kStop;  // no usable slot is idle
     Slot& s = *best;
     // The most cells this request can fill: prompt + n_predict, within the slot and the budget.
     int32_t limit = capacity_cells;
@@ -141,7 +156,7 @@ void Engine::Impl::AdmitQueued() {
     if (cfg.kv_budget > 0) {
       // Reserve the worst case up front, so generation can never push the total past the budget.
       reserve = kv->BytesForCells(limit);
-      if (BudgetUsedExcept(s.id) + reserve > cfg.kv_budget && !MakeRoom(reserve, s.id)) return;  // waits
+      if (BudgetUsedExcept(s.id) + reserve > cfg.kv_budget && !MakeRoom(reserve, s.id)) return Admit::kStop;
     }
     if (kv->n_cells(s.id) > keep || s.cache.size() > static_cast<size_t>(keep)) {
       TrimSlot(s, keep, keep > 0 ? "prompt prefix reused" : "slot reassigned");
@@ -156,7 +171,7 @@ void Engine::Impl::AdmitQueued() {
     }
     s.req = std::move(p.req);
     s.stream = std::move(p.stream);
-    queue.pop_front();
+    queue.erase(queue.begin() + static_cast<std::ptrdiff_t>(qi));
     s.n_prompt_done = keep;
     s.n_cached = keep;
     s.limit_cells = limit;
@@ -175,6 +190,7 @@ void Engine::Impl::AdmitQueued() {
     if (keep > 0)
       LS_LOG_DEBUG("slot %d: request %llu reuses %d of %d prompt tokens", s.id,
                    static_cast<unsigned long long>(s.stream->id()), keep, n_prompt);
+    return Admit::kAdmitted;
   }
 }
 

@@ -121,6 +121,11 @@ std::optional<SamplerStage> SamplerStageFromChar(char c) {
   return std::nullopt;
 }
 
+bool UsesDry(const SamplingParams& p) {
+  return p.mirostat == 0 && StageOn(SamplerStage::kDry, p) &&
+         std::find(p.samplers.begin(), p.samplers.end(), SamplerStage::kDry) != p.samplers.end();
+}
+
 Sampler::Sampler(const SamplingParams& params, const Tokenizer* tokenizer)
     : p_(params), rng_(params.seed), xtc_rng_(static_cast<uint32_t>(params.seed)) {
   mu_ = 2.0f * p_.mirostat_tau;
@@ -143,7 +148,11 @@ Sampler::Sampler(const SamplingParams& params, const Tokenizer* tokenizer)
   }
   if (std::find(stages_.begin(), stages_.end(), SamplerStage::kDry) != stages_.end()) {
     DryBreakers breakers;
-    if (tokenizer != nullptr) breakers = ResolveDryBreakers(*tokenizer, p_.dry_sequence_breakers);
+    if (p_.dry_breakers) {
+      breakers = *p_.dry_breakers;
+    } else if (tokenizer != nullptr) {
+      breakers = ResolveDryBreakers(*tokenizer, p_.dry_sequence_breakers);
+    }
     dry_ = std::make_unique<DryPenalty>(p_.dry_multiplier, p_.dry_base, p_.dry_allowed_length,
                                         p_.dry_penalty_last_n, std::move(breakers));
   }

@@ -70,7 +70,13 @@ struct SamplingParams {
   uint64_t seed = 0xFFFFFFFF;  // fixed default so runs are reproducible unless the caller picks one
   // Added to a token's logit before everything else (llama.cpp's order); -inf bans the token.
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // dry_sequence_breakers as token sequences, resolved before the request reaches the scheduler (a scan of
+  // the vocabulary); null: the Sampler resolves them itself when given a tokenizer.
+  std::shared_ptr<const std::unordered_map<int32_t, std::vector<std::vector<int32_t>>>> dry_breakers;
 };
+
+// Whether a Sampler for `p` runs DRY (on, in the chain, and no mirostat replacing the chain).
+bool UsesDry(const SamplingParams& p);
 
 class Sampler {
  public:

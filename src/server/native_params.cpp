@@ -182,7 +182,6 @@ nlohmann::ordered_json GenerationSettingsJson(const GenerationParams& params, co
   j["n_keep"] = 0;
   j["ignore_eos"] = params.ignore_eos;
   j["stream"] = params.stream;
-  j["n_probs"] = 0;
   j["min_keep"] = 0;
   j["cache_prompt"] = params.cache_prompt;
   j["model"] = st.model_id;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "server/errors.h"
+#include "server/native_params.h"
 #include "server/response_format.h"
 
 namespace lazyslot::server {
@@ -371,8 +372,11 @@ class LlamaFormat : public ResponseFormat {
     if (o_.return_tokens && !streamed) {
       for (TokenId t : c.tokens) toks.push_back(t);
     }
-    OJson settings = o_.generation_settings;
-    if (settings.is_object()) settings["seed"] = g.params.sampling.seed + (i % std::max(1, g.n_per_prompt));
+    // The settings this choice ran with: the server's defaults applied, its own seed.
+    OJson settings = GenerationSettingsJson(g.params, *g.st);
+    settings["seed"] = g.params.sampling.seed + (i % std::max(1, g.n_per_prompt));
+    settings["n_probs"] = g.logprobs.enabled ? g.logprobs.n_top : 0;
+    settings["post_sampling_probs"] = g.logprobs.post_sampling;
     OJson j = {{"index", i},
                {"content", streamed ? std::string() : o.content},
                {"tokens", std::move(toks)},

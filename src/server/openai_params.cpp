@@ -248,6 +248,9 @@ Result<GenerationParams> ParseGenerationParams(const Json& body, const SamplingP
   for (const char* field : {"n", "n_cmpl"}) {
     if (!Present(body, field)) continue;
     LS_ASSIGN_OR_RETURN(int64_t n, IntegerValue(body.at(field), field, 1, 256));
+    if (std::string(field) == "n_cmpl" && Present(body, "n") && n != p.n) {
+      return FieldError("n_cmpl", "disagrees with n (" + std::to_string(p.n) + "); give one of them");
+    }
     p.n = static_cast<int>(n);
   }
   LS_RETURN_IF_ERROR(ParseSamplingFields(body, &s));

@@ -47,7 +47,6 @@ struct LlamaFormatOptions {
   bool return_tokens = false;
   bool timings_per_token = false;
   std::vector<std::string> response_fields;  // non-empty: only these (paths like "generation_settings/seed")
-  nlohmann::ordered_json generation_settings;
   std::string prompt_text;
 };
 
@@ -74,6 +73,10 @@ struct TextRun {
   bool return_progress = false;
   std::shared_ptr<ResponseFormat> format;
 };
+
+// The fields every text route reads into `run` (route-specific ones aside): generation parameters over the
+// server's defaults, log-probabilities, logit_bias, and for the non-chat routes the output constraint.
+Status ReadTextFields(const ServerState& st, const Json& body, TextApi api, TextRun* run);
 
 // Checks what needs the engine (n against --parallel, prompts against the context), applies the server's
 // defaults (random seed, -n, --max-tokens-cap, repeat_last_n -1), submits and serves the answer.

@@ -17,6 +17,20 @@
 namespace lazyslot::server {
 namespace {
 
+// DRY's breakers as tokens, resolved once per list (a scan of the vocabulary) on this HTTP thread.
+std::shared_ptr<const DryBreakers> DryBreakersFor(ServerState& st, const std::vector<std::string>& list) {
+  {
+    std::lock_guard<std::mutex> lock(st.dry_mu);
+    auto it = st.dry_breakers.find(list);
+    if (it != st.dry_breakers.end()) return it->second;
+  }
+  auto resolved = std::make_shared<const DryBreakers>(ResolveDryBreakers(st.engine->tokenizer(), list));
+  std::lock_guard<std::mutex> lock(st.dry_mu);
+  if (st.dry_breakers.size() >= ServerState::kMaxDryLists) st.dry_breakers.clear();
+  st.dry_breakers.emplace(list, resolved);
+  return resolved;
+}
+
 uint64_t RandomSeed() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   return rng();
@@ -34,10 +48,20 @@ Result<LogprobRequest> ParseLogprobs(const Json& body, TextApi api) {
       if (!lp.enabled) return InvalidArgument("top_logprobs: requires logprobs to be true");
       lp.n_top = static_cast<int32_t>(n);
     }
-  } else if (api == TextApi::kCompletion && present("logprobs")) {
-    LS_ASSIGN_OR_RETURN(int64_t n, GetInteger(body, "logprobs", 0, 20));
-    lp.enabled = true;
-    lp.n_top = static_cast<int32_t>(n);
+  } else if (api == TextApi::kCompletion) {
+    if (present("top_logprobs")) {
+      return InvalidArgument("top_logprobs: /v1/completions takes the count in logprobs (an integer, 0-20)");
+    }
+    if (present("logprobs")) {
+      LS_ASSIGN_OR_RETURN(int64_t n, GetInteger(body, "logprobs", 0, 20));
+      lp.enabled = true;
+      lp.n_top = static_cast<int32_t>(n);
+    }
+  } else {
+    for (const char* f : {"logprobs", "top_logprobs"}) {
+      if (present(f))
+        return InvalidArgument(std::string(f) + ": this route reads n_probs (llama-server's field)");
+    }
   }
   if (present("n_probs")) {
     LS_ASSIGN_OR_RETURN(int64_t n, GetInteger(body, "n_probs", 0, 100));
@@ -68,17 +92,22 @@ Result<std::vector<std::vector<TokenId>>> Tokenized(const ServerState& st, std::
 // Refuses a request whose prompts cannot be run: more prompts x choices than slots + queue can ever take
 // (the request's fault, 400, not overload), or a prompt without room for one generated token (llama-server's
 // exceed_context_size_error, answered before any stream starts).
-bool CheckPrompts(const ServerState& st, const std::vector<std::vector<TokenId>>& prompts, int n,
-                  ResponseFormat& format, httplib::Response& res) {
+Status CheckPromptCount(const ServerState& st, size_t n_prompts, int n) {
   const EngineConfig& cfg = st.engine->config();
   const size_t capacity = static_cast<size_t>(std::max(1, cfg.n_parallel + cfg.max_queue));
-  if (prompts.size() * n > capacity) {
-    const std::string what = n == 1 ? std::to_string(prompts.size()) + " prompts"
-                                    : std::to_string(prompts.size()) + " prompts x " + std::to_string(n) +
-                                          " choices = " + std::to_string(prompts.size() * n) + " generations";
-    format.SetHttpError(res, 400,
-                        "prompt: " + what + " in one request, but this server takes at most " +
-                            std::to_string(capacity) + " at once (--parallel + --max-queue)");
+  if (n_prompts * n <= capacity) return Status::Ok();
+  const std::string what = n == 1 ? std::to_string(n_prompts) + " prompts"
+                                  : std::to_string(n_prompts) + " prompts x " + std::to_string(n) +
+                                        " choices = " + std::to_string(n_prompts * n) + " generations";
+  return InvalidArgument("prompt: " + what + " in one request, but this server takes at most " +
+                         std::to_string(capacity) + " at once (--parallel + --max-queue)");
+}
+
+bool CheckPrompts(const ServerState& st, const std::vector<std::vector<TokenId>>& prompts, int n,
+                  ResponseFormat& format, httplib::Response& res) {
+  Status count = CheckPromptCount(st, prompts.size(), n);
+  if (!count.ok()) {
+    format.SetError(res, count);
     return false;
   }
   const int32_t n_ctx = st.engine->n_ctx_slot();
@@ -97,6 +126,19 @@ bool CheckPrompts(const ServerState& st, const std::vector<std::vector<TokenId>>
 
 }  // namespace
 
+Status ReadTextFields(const ServerState& st, const Json& body, TextApi api, TextRun* run) {
+  LS_ASSIGN_OR_RETURN(run->params, ParseGenerationParams(body, st.opts.sampling));
+  LS_ASSIGN_OR_RETURN(run->logprobs, ParseLogprobs(body, api));
+  if (auto lb = body.find("logit_bias"); lb != body.end()) {
+    LS_ASSIGN_OR_RETURN(run->params.sampling.logit_bias,
+                        ParseLogitBias(*lb, st.engine->tokenizer(), st.engine->model().hparams().n_vocab));
+  }
+  if (api != TextApi::kChat) {
+    LS_ASSIGN_OR_RETURN(run->constraint, ParseOutputConstraint(body));
+  }
+  return Status::Ok();
+}
+
 void RunTextGeneration(ServerState& st, TextRun run, const httplib::Request& req, httplib::Response& res) {
   GenerationParams& params = run.params;
   if (params.n > st.engine->config().n_parallel) {
@@ -106,6 +148,11 @@ void RunTextGeneration(ServerState& st, TextRun run, const httplib::Request& req
                              " at once (--parallel); ask for fewer"));
   }
   if (!CheckPrompts(st, run.prompts, params.n, *run.format, res)) return;
+  if (run.logprobs.post_sampling && !run.constraint.gbnf.empty()) {
+    return run.format->SetError(
+        res, InvalidArgument("post_sampling_probs: not available with " + run.constraint.field +
+                             " (the grammar may pick a token the sampler did not draw)"));
+  }
   grammar::GrammarPtr grammar;
   if (!run.constraint.gbnf.empty()) {
     Result<grammar::GrammarPtr> compiled = CompileConstraint(run.constraint);
@@ -128,6 +175,8 @@ void RunTextGeneration(ServerState& st, TextRun run, const httplib::Request& req
     params.n_predict = st.opts.max_tokens_cap;  // --max-tokens-cap: a hard cap
   }
   params.sampling.repeat_last_n = params.repeat_last_n < 0 ? st.engine->n_ctx_slot() : params.repeat_last_n;
+  if (UsesDry(params.sampling))
+    params.sampling.dry_breakers = DryBreakersFor(st, params.sampling.dry_sequence_breakers);
   g->params = params;
 
   GenerationRequest base;
@@ -159,21 +208,10 @@ void HandleGeneration(ServerState& st, TextApi api, const httplib::Request& req,
                                                          : RequestKind::kNative;
   Status known = CheckKnownFields(*body, kind);
   if (!known.ok()) return SetStatusError(res, known);
-  Result<GenerationParams> params = ParseGenerationParams(*body, st.opts.sampling);
-  if (!params.ok()) return SetStatusError(res, params.status());
-  Result<LogprobRequest> logprobs = ParseLogprobs(*body, api);
-  if (!logprobs.ok()) return SetStatusError(res, logprobs.status());
-  if (auto lb = body->find("logit_bias"); lb != body->end()) {
-    Result<std::vector<std::pair<int32_t, float>>> bias =
-        ParseLogitBias(*lb, st.engine->tokenizer(), st.engine->model().hparams().n_vocab);
-    if (!bias.ok()) return SetStatusError(res, bias.status());
-    params->sampling.logit_bias = std::move(*bias);
-  }
-
   TextRun run;
   run.deadline = deadline;
-  run.params = std::move(*params);
-  run.logprobs = *logprobs;
+  Status fields = ReadTextFields(st, *body, api, &run);
+  if (!fields.ok()) return SetStatusError(res, fields);
   if (api == TextApi::kChat) {
     Result<ChatSetup> setup = PrepareChat(st, *body);
     if (!setup.ok()) return SetStatusError(res, setup.status());
@@ -186,9 +224,6 @@ void HandleGeneration(ServerState& st, TextApi api, const httplib::Request& req,
     run.format = MakeOpenAiChatFormat();
     return RunTextGeneration(st, std::move(run), req, res);
   }
-  Result<OutputConstraint> constraint = ParseOutputConstraint(*body);
-  if (!constraint.ok()) return SetStatusError(res, constraint.status());
-  run.constraint = std::move(*constraint);
   if (api == TextApi::kCompletion) {
     Status extras = CheckCompletionExtras(*body);
     if (!extras.ok()) return SetStatusError(res, extras);
@@ -196,12 +231,21 @@ void HandleGeneration(ServerState& st, TextApi api, const httplib::Request& req,
     if (it == body->end() || it->is_null()) return SetError(res, 400, "prompt: is required", "prompt");
     Result<std::vector<PromptInput>> inputs = ParsePromptList(*it, "prompt");
     if (!inputs.ok()) return SetStatusError(res, inputs.status());
+    Status count = CheckPromptCount(st, inputs->size(), run.params.n);  // before tokenizing them all
+    if (!count.ok()) return SetStatusError(res, count);
     Result<std::vector<std::vector<TokenId>>> ids = Tokenized(st, std::move(*inputs));
     if (!ids.ok()) return SetStatusError(res, ids.status());
     run.prompts = std::move(*ids);
     run.id = NewId("cmpl-");
     run.format = MakeOpenAiCompletionFormat();
     return RunTextGeneration(st, std::move(run), req, res);
+  }
+  // A list of prompts (not one mixed prompt, which holds numbers) is counted before it is tokenized.
+  if (auto p = body->find("prompt");
+      p != body->end() && p->is_array() &&
+      std::none_of(p->begin(), p->end(), [](const Json& e) { return e.is_number(); })) {
+    Status count = CheckPromptCount(st, p->size(), run.params.n);
+    if (!count.ok()) return SetStatusError(res, count);
   }
   Result<NativeOptions> native = ParseNativeOptions(*body, st.engine->tokenizer());
   if (!native.ok()) return SetStatusError(res, native.status());
@@ -213,7 +257,6 @@ void HandleGeneration(ServerState& st, TextApi api, const httplib::Request& req,
   fo.return_tokens = native->return_tokens;
   fo.timings_per_token = native->timings_per_token;
   fo.response_fields = std::move(native->response_fields);
-  fo.generation_settings = GenerationSettingsJson(run.params, st);
   if (run.prompts.size() == 1)
     fo.prompt_text = st.engine->tokenizer().Detokenize(run.prompts[0], false, true);
   run.format = MakeLlamaFormat(std::move(fo));

@@ -181,16 +181,15 @@ void HandleInfill(ServerState& st, const httplib::Request& req, httplib::Respons
   if (!body) return;
   Status known = CheckKnownFields(*body, RequestKind::kNative);
   if (!known.ok()) return SetStatusError(res, known);
-  Result<GenerationParams> params = ParseGenerationParams(*body, st.opts.sampling);
-  if (!params.ok()) return SetStatusError(res, params.status());
+  TextRun run;
+  Status fields = ReadTextFields(st, *body, TextApi::kLlama, &run);
+  if (!fields.ok()) return SetStatusError(res, fields);
   Result<NativeOptions> native = ParseNativeOptions(*body, st.engine->tokenizer(), /*read_prompt=*/false);
   if (!native.ok()) return SetStatusError(res, native.status());
   Result<std::vector<TokenId>> prompt = InfillPrompt(st, fim, *body);
   if (!prompt.ok()) return SetStatusError(res, prompt.status());
-  TextRun run;
   run.id = NewId("cmpl-");
   run.deadline = deadline;
-  run.params = std::move(*params);
   run.prompts.push_back(std::move(*prompt));
   run.id_slot = native->id_slot;
   run.return_progress = native->return_progress;
@@ -198,7 +197,6 @@ void HandleInfill(ServerState& st, const httplib::Request& req, httplib::Respons
   fo.return_tokens = native->return_tokens;
   fo.timings_per_token = native->timings_per_token;
   fo.response_fields = std::move(native->response_fields);
-  fo.generation_settings = GenerationSettingsJson(run.params, st);
   fo.prompt_text = st.engine->tokenizer().Detokenize(run.prompts[0], false, true);
   run.format = MakeLlamaFormat(std::move(fo));
   RunTextGeneration(st, std::move(run), req, res);

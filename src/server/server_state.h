@@ -15,6 +15,7 @@
 #include "chat/reasoning.h"
 #include "chat/tool_calls.h"
 #include "engine/engine.h"
+#include "engine/sampler_dry.h"
 #include "server/http_server.h"
 #include "server/httplib_include.h"
 
@@ -40,6 +41,12 @@ struct HttpServer::State {
   std::atomic<uint64_t> streams_disconnected{0};  // clients that left mid-request
   std::atomic<uint64_t> connections_rejected{0};  // connections over --max-connections (answered 503)
   std::atomic<uint64_t> requests_timed_out{0};    // requests cancelled by --request-timeout
+
+  // DRY sequence breakers resolved to tokens (a scan of the vocabulary), per breaker list, so the scan runs
+  // once per list and on an HTTP thread, never on the scheduler's. At most kMaxDryLists lists are kept.
+  static constexpr size_t kMaxDryLists = 32;
+  std::mutex dry_mu;
+  std::map<std::vector<std::string>, std::shared_ptr<const DryBreakers>> dry_breakers;
 };
 using ServerState = HttpServer::State;
 

@@ -177,6 +177,32 @@ TEST(EngineTest, ChoicesOfOnePromptCopyItsKvInsteadOfRecomputing) {
   EXPECT_EQ(slots.size(), 3u) << "each choice runs in its own slot";
 }
 
+// A request waiting for the slot it named does not hold up the requests behind it.
+TEST(EngineTest, AWaitForANamedSlotLetsOthersPass) {
+  REQUIRE_SHARED_FILE("models/stories260K.gguf");
+  auto engine = MakeEngine("models/stories260K.gguf", 2, 2 * 2048);
+  ASSERT_TRUE(engine);
+  GenerationRequest a = Greedy(std::vector<TokenId>(8, 300), 2000);
+  a.ignore_eos = true;
+  a.id_slot = 0;
+  auto sa = engine->Submit(a);
+  ASSERT_TRUE(sa.ok());
+  GenerationRequest b = Greedy(std::vector<TokenId>(8, 301), 3);
+  b.id_slot = 0;  // waits for a
+  auto sb = engine->Submit(b);
+  ASSERT_TRUE(sb.ok());
+  auto sc = engine->Submit(Greedy(std::vector<TokenId>(8, 302), 3));
+  ASSERT_TRUE(sc.ok());
+  Collected c = Drain(**sc);
+  ASSERT_FALSE(c.error);
+  EXPECT_EQ(c.done.slot, 1);
+  EXPECT_TRUE(engine->Stats().slots[0].busy) << "c should finish while a (2000 tokens) still runs";
+  Collected bb = Drain(**sb);
+  EXPECT_EQ(bb.done.slot, 0);
+  Collected aa = Drain(**sa);
+  EXPECT_EQ(aa.done.n_generated, 2000);
+}
+
 TEST(EngineTest, IdSlotProgressAndLogprobs) {
   REQUIRE_SHARED_FILE("models/stories260K.gguf");
   auto engine = MakeEngine("models/stories260K.gguf", 2, 128);

@@ -223,9 +223,12 @@ check('native streams: progress, timings per token, final generation_settings', 
 
 check('infill on a model with FIM tokens', async () => {
   const r = await post('/infill', { input_prefix: 'def add(a, b):\n    ', input_suffix: '\n', n_predict: 4,
-                                    input_extra: [{ filename: 'util.py', text: 'import os\n' }] });
+                                    input_extra: [{ filename: 'util.py', text: 'import os\n' }], n_probs: 2 });
   assert.equal(r.status, 200, r.text);
   assert.equal(r.json().tokens_predicted, 4);
+  assert.equal(r.json().completion_probabilities.length, 4, 'infill reads n_probs like /completion');
+  const g = await post('/infill', { input_prefix: 'x = ', input_suffix: '\n', n_predict: 8, grammar: 'root ::= "42"' });
+  assert.equal(g.json().content, '42', 'infill honours a grammar');
   const bad = await post('/infill', { input_prefix: 'x' });
   assert.equal(bad.status, 400);
   assert.match(bad.json().error.message, /^input_suffix:/);

@@ -1,0 +1,126 @@
+// llama-server behaviours checked through curl on a real server (issue 14, docs/llama-server-compat.md):
+// /infill without FIM tokens (501), a generation that fills the slot (truncated, llama-server's stop point),
+// timings.prompt_n against cache_n, the --temp/--seed defaults in /props and in requests, and the
+// input_tokens route counting what chat counts.
+#include <gtest/gtest.h>
+
+#include "server_harness.h"
+
+namespace lazyslot::testing {
+namespace {
+
+constexpr char kStories[] = "models/stories260K.gguf";
+
+TEST(ServerDropIn, InfillWithoutFimTokensIs501) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(srv, {"-m", SharedPath(kStories)});
+  const HttpResult r = srv->Post("/infill", {{"input_prefix", "a"}, {"input_suffix", "b"}});
+  EXPECT_EQ(r.status, 501) << r.body;
+  EXPECT_EQ(r.Json()["error"]["type"], "not_supported_error");
+  EXPECT_NE(r.Json()["error"]["message"].get<std::string>().find("no FIM token"), std::string::npos)
+      << r.body;
+  EXPECT_EQ(srv->Post("/completion", {{"prompt", "Once"}, {"n_predict", 2}}).status, 200) << "still serving";
+}
+
+TEST(ServerDropIn, LogprobFieldsARouteDoesNotReadAreRefused) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(srv, {"-m", SharedPath(kStories), "-np", "2"});
+  struct Case {
+    const char* path;
+    json body;
+    const char* prefix;
+  };
+  const std::vector<Case> cases = {
+      {"/completion", {{"prompt", "x"}, {"logprobs", true}}, "logprobs: this route reads n_probs"},
+      {"/v1/completions", {{"prompt", "x"}, {"top_logprobs", 2}}, "top_logprobs: /v1/completions takes"},
+      {"/completion", {{"prompt", "x"}, {"n", 2}, {"n_cmpl", 1}}, "n_cmpl: disagrees with n"},
+      {"/completion",
+       {{"prompt", "x"}, {"post_sampling_probs", true}, {"n_probs", 2}, {"grammar", "root ::= \"a\""}},
+       "post_sampling_probs: not available with grammar"},
+      {"/v1/completions",
+       {{"prompt", std::vector<std::string>(5000, "x")}},
+       "prompt: 5000 prompts in one request"},
+  };
+  for (const Case& c : cases) {
+    const HttpResult r = srv->Post(c.path, c.body);
+    EXPECT_EQ(r.status, 400) << c.path << " " << c.body.dump() << " -> " << r.body;
+    EXPECT_EQ(r.Json()["error"]["message"].get<std::string>().rfind(c.prefix, 0), 0u) << r.body;
+  }
+  EXPECT_EQ(srv->Post("/completion", {{"prompt", "x"}, {"n_predict", 1}}).status, 200);
+}
+
+TEST(ServerDropIn, FillingTheSlotStopsWhereLlamaServerStopsAndSaysTruncated) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(srv, {"-m", SharedPath(kStories), "-c", "64", "-np", "1"});
+  std::vector<int> prompt(40, 300);
+  const HttpResult r = srv->Post(
+      "/completion", {{"prompt", prompt}, {"n_predict", 100}, {"ignore_eos", true}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = r.Json();
+  EXPECT_EQ(j["truncated"], true);
+  EXPECT_EQ(j["stop_type"], "limit");
+  // llama-server stops once prompt + generated tokens reach the context (its last cell is never written).
+  EXPECT_EQ(j["tokens_evaluated"].get<int>() + j["tokens_predicted"].get<int>(), 64) << r.body;
+  const HttpResult chat =
+      srv->Post("/v1/completions", {{"prompt", prompt}, {"max_tokens", 100}, {"ignore_eos", true}});
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  EXPECT_EQ(chat.Json()["choices"][0]["finish_reason"], "length");
+  const HttpResult shorter =
+      srv->Post("/completion", {{"prompt", prompt}, {"n_predict", 3}, {"ignore_eos", true}});
+  EXPECT_EQ(shorter.Json()["truncated"], false) << "a max_tokens stop is not a truncation";
+}
+
+TEST(ServerDropIn, PromptNCountsOnlyTheTokensComputedHere) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(srv, {"-m", SharedPath(kStories), "-np", "1"});
+  const json body = {{"prompt", "Once upon a time there was a little girl"}, {"n_predict", 2}};
+  const json first = srv->Post("/completion", body).Json();
+  EXPECT_EQ(first["timings"]["cache_n"], 0);
+  EXPECT_EQ(first["timings"]["prompt_n"], first["tokens_evaluated"]);
+  const json second = srv->Post("/completion", body).Json();
+  const int evaluated = second["tokens_evaluated"].get<int>();
+  EXPECT_EQ(second["timings"]["cache_n"], evaluated - 1) << second.dump();
+  EXPECT_EQ(second["timings"]["prompt_n"], 1) << second.dump();
+}
+
+TEST(ServerDropIn, SamplingDefaultFlagsReachPropsAndRequests) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(srv, {"-m", SharedPath(kStories), "--temp", "0.5", "--top-k", "7", "--seed", "42"});
+  const json params = srv->Get("/props").Json()["default_generation_settings"]["params"];
+  EXPECT_FLOAT_EQ(params["temperature"].get<float>(), 0.5f) << params.dump();
+  EXPECT_EQ(params["top_k"], 7);
+  EXPECT_EQ(params["seed"], 42);
+  // --seed makes requests without a seed reproducible; "seed": -1 asks for a random one.
+  const json body = {{"prompt", "Once upon a time"}, {"n_predict", 24}, {"ignore_eos", true}};
+  const std::string a = srv->Post("/completion", body).Json()["content"];
+  const std::string b = srv->Post("/completion", body).Json()["content"];
+  EXPECT_EQ(a, b);
+  json random = body;
+  random["seed"] = -1;
+  std::set<std::string> seen;
+  for (int i = 0; i < 4; ++i)
+    seen.insert(srv->Post("/completion", random).Json()["content"].get<std::string>());
+  EXPECT_GT(seen.size(), 1u) << "seed -1 should draw a random seed per request";
+}
+
+TEST(ServerDropIn, InputTokensCountWhatChatCounts) {
+  REQUIRE_SHARED_FILE("models/qwen3-vocab-tiny-q8_0.gguf");
+  START_SERVER(srv, {"-m", SharedPath("models/qwen3-vocab-tiny-q8_0.gguf")});
+  const json chat = {
+      {"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}}}};
+  const HttpResult count = srv->Post("/v1/chat/completions/input_tokens", chat);
+  ASSERT_EQ(count.status, 200) << count.body;
+  json gen = chat;
+  gen["max_tokens"] = 1;
+  const HttpResult r = srv->Post("/v1/chat/completions", gen);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(count.Json()["input_tokens"], r.Json()["usage"]["prompt_tokens"]);
+  const HttpResult resp =
+      srv->Post("/v1/responses/input_tokens", {{"input", "Hi"}, {"instructions", "Be brief."}});
+  ASSERT_EQ(resp.status, 200) << resp.body;
+  EXPECT_EQ(resp.Json()["object"], "response.input_tokens");
+  EXPECT_EQ(resp.Json()["input_tokens"], count.Json()["input_tokens"]) << "same messages, same prompt";
+}
+
+}  // namespace
+}  // namespace lazyslot::testing
