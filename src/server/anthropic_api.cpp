@@ -28,65 +28,14 @@ const Json* Find(const Json& obj, const char* key) {
 
 std::string Index(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
-// Levenshtein distance, for "did you mean" hints on unknown fields.
-size_t Distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 // The same refusal as the OpenAI routes' CheckKnownFields, with Anthropic's field names as hints.
 Status CheckFields(const Json& body, const std::vector<std::string>& known) {
-  for (auto it = body.begin(); it != body.end(); ++it) {
-    const std::string& key = it.key();
-    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-    std::string best;
-    size_t best_d = 3;  // only names within two edits
-    if (key.size() <= 40) {
-      for (const std::string& k : known) {
-        const size_t d = Distance(key, k);
-        if (d < best_d) {
-          best_d = d;
-          best = k;
-        }
-      }
-    }
-    const std::string shown = key.size() > 64 ? key.substr(0, 64) + "..." : key;
-    return FieldError(shown, "unknown field" +
-                                 (best.empty() ? std::string() : " (did you mean '" + best + "'?)") +
-                                 "; this server refuses fields it does not use");
-  }
-  return Status::Ok();
+  return CheckFieldNames(body, known);
 }
 
 // A number with an integer value within [lo, hi].
 Result<int64_t> Integer(const Json& v, const std::string& field, int64_t lo, int64_t hi) {
-  double d = 0;
-  if (v.is_number_unsigned()) {
-    d = static_cast<double>(v.get<uint64_t>());
-  } else if (v.is_number_integer()) {
-    d = static_cast<double>(v.get<int64_t>());
-  } else if (v.is_number_float()) {
-    d = v.get<double>();
-    if (!std::isfinite(d) || d != std::floor(d))
-      return FieldError(field, "expected an integer, got " + v.dump());
-  } else {
-    return FieldError(field, "expected an integer, got " + TypeName(v));
-  }
-  if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
-    return FieldError(
-        field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v.dump());
-  }
-  return static_cast<int64_t>(d);
+  return IntegerValue(v, field, lo, hi);
 }
 
 Result<std::string> String(const Json& obj, const char* key, const std::string& path, bool required) {

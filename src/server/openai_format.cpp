@@ -87,6 +87,20 @@ std::string UsageAndDone(const Generation& g, const char* object) {
   return out + "data: [DONE]\n\n";
 }
 
+// A whole OpenAI answer around its choices: id, object, created, model, usage (and llama-server's timings
+// for a single choice).
+OJson FinalBody(const Generation& g, const char* object, OJson choices) {
+  OJson j = {{"id", g.id},
+             {"object", object},
+             {"created", g.created},
+             {"model", g.st->model_id},
+             {"system_fingerprint", "lazyslot"},
+             {"choices", std::move(choices)},
+             {"usage", Usage(g, g.n_per_prompt)}};
+  if (g.choices.size() == 1) j["timings"] = Timings(g.choices[0].final);
+  return j;
+}
+
 OJson ToolCallsJson(const std::vector<ToolCall>& calls) {
   OJson out = OJson::array();
   for (const ToolCall& call : calls) {
@@ -166,15 +180,7 @@ class OpenAiChatFormat : public ResponseFormat {
                          {"logprobs", std::move(lp)},
                          {"finish_reason", o.finish_reason}});
     }
-    OJson j = {{"id", g.id},
-               {"object", "chat.completion"},
-               {"created", g.created},
-               {"model", g.st->model_id},
-               {"system_fingerprint", "lazyslot"},
-               {"choices", std::move(choices)},
-               {"usage", Usage(g, g.n_per_prompt)}};
-    if (g.choices.size() == 1) j["timings"] = Timings(g.choices[0].final);
-    return j;
+    return FinalBody(g, "chat.completion", std::move(choices));
   }
 
  private:
@@ -236,15 +242,7 @@ class OpenAiCompletionFormat : public ResponseFormat {
                          {"logprobs", std::move(lp)},
                          {"finish_reason", outcomes[i].finish_reason}});
     }
-    OJson j = {{"id", g.id},
-               {"object", "text_completion"},
-               {"created", g.created},
-               {"model", g.st->model_id},
-               {"system_fingerprint", "lazyslot"},
-               {"choices", std::move(choices)},
-               {"usage", Usage(g, g.n_per_prompt)}};
-    if (g.choices.size() == 1) j["timings"] = Timings(g.choices[0].final);
-    return j;
+    return FinalBody(g, "text_completion", std::move(choices));
   }
 
  private:

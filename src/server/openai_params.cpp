@@ -46,7 +46,8 @@ bool Present(const Json& body, const std::string& field) {
   return it != body.end() && !it->is_null();
 }
 
-// A number with an integer value (1 and 1.0 both qualify), within [lo, hi].
+}  // namespace
+
 Result<int64_t> IntegerValue(const Json& v, const std::string& field, int64_t lo, int64_t hi) {
   int64_t out = 0;
   if (v.is_number_integer()) {
@@ -79,6 +80,8 @@ Result<int64_t> IntegerValue(const Json& v, const std::string& field, int64_t lo
   }
   return out;
 }
+
+namespace {
 
 // A bound for messages: "0", "2", "-2", "1000000", "0.5" (std::to_string would print "0.000000").
 std::string BoundText(double v) {
@@ -376,9 +379,8 @@ Status CheckCompletionExtras(const Json& body) {
   return Status::Ok();
 }
 
-Status CheckKnownFields(const Json& body, RequestKind kind) {
-  const std::vector<std::string> known = KnownFields(kind);
-  for (auto it = body.begin(); it != body.end(); ++it) {
+Status CheckFieldNames(const Json& obj, const std::vector<std::string>& known, const std::string& prefix) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
     const std::string& key = it.key();
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     std::string best;
@@ -391,11 +393,16 @@ Status CheckKnownFields(const Json& body, RequestKind kind) {
         best = k;
       }
     }
-    std::string shown = key.size() > 64 ? key.substr(0, 64) + "..." : key;
-    return FieldError(shown, "unknown field" +
-                                 (best.empty() ? std::string() : " (did you mean '" + best + "'?)") +
-                                 "; this server refuses fields it does not use");
+    const std::string shown = key.size() > 64 ? key.substr(0, 64) + "..." : key;
+    return FieldError(prefix.empty() ? shown : prefix + "." + shown,
+                      "unknown field" + (best.empty() ? std::string() : " (did you mean '" + best + "'?)") +
+                          "; this server refuses fields it does not use");
   }
+  return Status::Ok();
+}
+
+Status CheckKnownFields(const Json& body, RequestKind kind) {
+  LS_RETURN_IF_ERROR(CheckFieldNames(body, KnownFields(kind)));
   return CheckUnsupportedValues(body, kind);
 }
 

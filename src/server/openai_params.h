@@ -38,6 +38,11 @@ enum class RequestKind { kChat, kCompletion, kNative, kEmbedding, kTokenize, kDe
 // silently ignored.
 Status CheckKnownFields(const Json& body, RequestKind kind);
 
+// Every key of `obj` must be in `known`; the first that is not is a 400 naming it ("prefix.key" with a
+// prefix) and the closest known name within two edits. Used by every route's unknown-field check.
+Status CheckFieldNames(const Json& obj, const std::vector<std::string>& known,
+                       const std::string& prefix = "");
+
 // /v1/completions fields this server refuses unless they have their default value: echo, suffix, best_of.
 Status CheckCompletionExtras(const Json& body);
 
@@ -87,6 +92,8 @@ Result<Json> ParseChatMessages(const Json& body);
 // Optional typed fields: absent or null -> `def`; present with the wrong type -> error naming the field.
 Result<bool> GetBool(const Json& body, const std::string& field, bool def);
 Result<std::string> GetString(const Json& body, const std::string& field, const std::string& def);
+// A number with an integer value (1 and 1.0 both) within [lo, hi]; errors name `field`.
+Result<int64_t> IntegerValue(const Json& v, const std::string& field, int64_t lo, int64_t hi);
 // A present integer within [lo, hi] (1.0 counts as 1); the caller checks presence.
 Result<int64_t> GetInteger(const Json& body, const std::string& field, int64_t lo, int64_t hi);
 

@@ -19,44 +19,11 @@ bool Present(const Json& obj, const char* key) {
   return it != obj.end() && !it->is_null();
 }
 
-// Levenshtein distance between short field names, for "did you mean" hints.
-size_t Distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 std::string Shown(const std::string& key) { return key.size() > 64 ? key.substr(0, 64) + "..." : key; }
 
 // Every key of `obj` must be in `allowed`; errors name "prefix.key" (or "key" with an empty prefix).
 Status CheckKeys(const Json& obj, const std::string& prefix, const std::vector<std::string_view>& allowed) {
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    const std::string& key = it.key();
-    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-    std::string best;
-    size_t best_d = 3;  // hints only within two edits
-    for (std::string_view k : allowed) {
-      if (key.size() > 40) break;
-      const size_t d = Distance(key, std::string(k));
-      if (d < best_d) {
-        best_d = d;
-        best = std::string(k);
-      }
-    }
-    const std::string path = prefix.empty() ? Shown(key) : prefix + "." + Shown(key);
-    return Err(path, "unknown field" + (best.empty() ? std::string() : " (did you mean '" + best + "'?)") +
-                         "; this server refuses fields it does not use");
-  }
-  return Status::Ok();
+  return CheckFieldNames(obj, std::vector<std::string>(allowed.begin(), allowed.end()), prefix);
 }
 
 Status ExpectString(const Json& obj, const char* key, const std::string& path, bool required) {
@@ -68,22 +35,7 @@ Status ExpectString(const Json& obj, const char* key, const std::string& path, b
 
 // An integer (1 and 1.0 both) in [lo, hi].
 Result<int64_t> Integer(const Json& v, const std::string& path, int64_t lo, int64_t hi) {
-  double d = 0;
-  if (v.is_number_unsigned()) {
-    d = static_cast<double>(v.get<uint64_t>());
-  } else if (v.is_number_integer()) {
-    d = static_cast<double>(v.get<int64_t>());
-  } else if (v.is_number_float()) {
-    d = v.get<double>();
-    if (!std::isfinite(d) || d != std::floor(d)) return Err(path, "expected an integer, got " + v.dump());
-  } else {
-    return Err(path, "expected an integer, got " + TypeName(v));
-  }
-  if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
-    return Err(path,
-               "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v.dump());
-  }
-  return static_cast<int64_t>(d);
+  return IntegerValue(v, path, lo, hi);
 }
 
 // lazyslot / llama-server sampling extensions, copied to the chat body unchanged: the chat pipeline

@@ -13,6 +13,7 @@
 #include "chat/chat_messages.h"
 #include "chat/tool_calls.h"
 #include "server/output_constraint.h"
+#include "sse_events.h"
 
 namespace lazyslot::server {
 namespace {
@@ -539,30 +540,9 @@ TEST(AnthropicResponse, UsageTotalsAreTheSumOfItsParts) {
 // ---- Streaming
 // -----------------------------------------------------------------------------------------------
 
-struct Event {
-  std::string name;
-  Json data;
-};
+using Event = testing::SseEvent;
 
-// Splits SSE text into events; every event must be exactly "event: NAME\ndata: JSON\n\n".
-std::vector<Event> Events(const std::string& sse) {
-  std::vector<Event> out;
-  size_t pos = 0;
-  while (pos < sse.size()) {
-    const size_t end = sse.find("\n\n", pos);
-    EXPECT_NE(end, std::string::npos) << "unterminated event at " << pos;
-    if (end == std::string::npos) break;
-    const std::string ev = sse.substr(pos, end - pos);
-    const size_t nl = ev.find('\n');
-    EXPECT_EQ(ev.rfind("event: ", 0), 0u) << ev;
-    EXPECT_EQ(ev.compare(nl + 1, 6, "data: "), 0) << ev;
-    Event e{ev.substr(7, nl - 7), Json::parse(ev.substr(nl + 7))};
-    EXPECT_EQ(e.data["type"], e.name == "error" ? "error" : e.name) << ev;  // data.type repeats the name
-    out.push_back(std::move(e));
-    pos = end + 2;
-  }
-  return out;
-}
+std::vector<Event> Events(const std::string& sse) { return testing::ParseNamedSse(sse); }
 
 // "name" or "name:index:delta type" per event, to compare whole sequences.
 std::vector<std::string> Shape(const std::vector<Event>& events) {

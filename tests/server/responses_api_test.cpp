@@ -14,6 +14,7 @@
 #include "chat/chat_messages.h"
 #include "chat/tool_calls.h"
 #include "server/output_constraint.h"
+#include "sse_events.h"
 
 namespace lazyslot::server {
 namespace {
@@ -472,32 +473,10 @@ TEST(ResponsesObject, EchoRepeatsTheRequest) {
 
 // ---- stream -----------------------------------------------------------------------------------------------
 
-struct SseEvent {
-  std::string name;
-  Json data;
-};
+using testing::ParseNamedSse;
+using testing::SseEvent;
 
-// Splits SSE text into events; every event's name equals data.type.
-std::vector<SseEvent> ParseSse(const std::string& text) {
-  std::vector<SseEvent> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const size_t end = text.find("\n\n", pos);
-    EXPECT_NE(end, std::string::npos) << "unterminated event at " << pos;
-    if (end == std::string::npos) break;
-    const std::string block = text.substr(pos, end - pos);
-    pos = end + 2;
-    const size_t nl = block.find('\n');
-    EXPECT_EQ(block.rfind("event: ", 0), 0u) << block;
-    EXPECT_NE(nl, std::string::npos) << block;
-    if (nl == std::string::npos) continue;
-    EXPECT_EQ(block.compare(nl + 1, 6, "data: "), 0) << block;
-    SseEvent e{block.substr(7, nl - 7), Json::parse(block.substr(nl + 7))};
-    EXPECT_EQ(e.data["type"], e.name);
-    out.push_back(std::move(e));
-  }
-  return out;
-}
+std::vector<SseEvent> ParseSse(const std::string& text) { return ParseNamedSse(text); }
 
 std::vector<std::string> Types(const std::vector<SseEvent>& events) {
   std::vector<std::string> t;
