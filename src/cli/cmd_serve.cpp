@@ -47,6 +47,8 @@ struct ServeFlags {
   std::vector<std::string> api_keys;  // --api-key, repeatable
   std::string api_key_file;
   int64_t seed = -1;  // --seed; -1: each request draws a random seed
+  std::string cors_origins;  // --cors-origins, comma-separated
+  double sleep_idle_s = -1;  // --sleep-idle-seconds (llama-server's name): both idle releases at once
 };
 
 // "0", "4096", "512M", "1.5G", "2GiB" -> bytes (K/M/G/T are binary multiples, as memory is counted).
@@ -205,6 +207,22 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
   LS_RETURN_IF_ERROR(ReadLlamaStyleExtras(extras, f));
   server::ServerOptions& o = f->opts;
   if (f->seed != -1) o.sampling.seed = static_cast<uint64_t>(f->seed);
+  if (f->sleep_idle_s >= 0) o.engine.idle_timeout_s = o.engine.idle_release_weights_s = f->sleep_idle_s;
+  for (size_t start = 0; start < f->cors_origins.size();) {
+    size_t comma = f->cors_origins.find(',', start);
+    if (comma == std::string::npos) comma = f->cors_origins.size();
+    std::string origin = f->cors_origins.substr(start, comma - start);
+    while (!origin.empty() && origin.back() == ' ') origin.pop_back();
+    while (!origin.empty() && origin.front() == ' ') origin.erase(0, 1);
+    if (origin.empty())
+      return InvalidArgument("--cors-origins: an empty origin in '" + f->cors_origins + "'");
+    if (origin != "*" && origin.find("://") == std::string::npos) {
+      return InvalidArgument("--cors-origins: '" + origin +
+                             "' is not an origin (scheme://host[:port], or *)");
+    }
+    o.cors_origins.push_back(origin);
+    start = comma + 1;
+  }
   if (o.sampling.repeat_penalty <= 0) return InvalidArgument("--repeat-penalty: must be greater than 0");
   Result<ReasoningFormat> reasoning = ParseReasoningFormat(o.reasoning_format);
   if (!reasoning.ok()) return InvalidArgument("--reasoning-format: " + reasoning.status().message());
@@ -271,7 +289,7 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
 }
 
 // Blocks SIGINT/SIGTERM in every thread (set before any thread starts) and waits for them in one thread,
-// which stops the server; the handler then runs outside signal context.
+// which drains the server on the first and stops it on the second; this runs outside signal context.
 class SignalWatcher {
  public:
   explicit SignalWatcher(server::HttpServer* srv) {
@@ -280,11 +298,16 @@ class SignalWatcher {
     sigaddset(&set_, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set_, nullptr);
     thread_ = std::thread([this, srv] {
+      bool draining = false;
       while (!done_.load()) {
         timespec ts{0, 200 * 1000 * 1000};
         const int sig = sigtimedwait(&set_, nullptr, &ts);
-        if (sig == SIGINT || sig == SIGTERM) {
-          LS_LOG_INFO("signal %d: stopping", sig);
+        if ((sig == SIGINT || sig == SIGTERM) && !draining) {
+          LS_LOG_INFO("signal %d: draining (a second signal stops at once)", sig);
+          draining = true;
+          srv->Drain();
+        } else if (sig == SIGINT || sig == SIGTERM) {
+          LS_LOG_INFO("signal %d again: stopping now", sig);
           srv->Stop();
           return;
         }
@@ -367,6 +390,22 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
                   "-1: unrestricted thinking; 0: thinking off where the template has enable_thinking")
       ->capture_default_str()
       ->check(CLI::Range(-1, 0));
+  sub->add_option("--drain-timeout", o.drain_timeout_s,
+                  "Seconds SIGTERM/SIGINT lets requests in flight finish (new ones get 503) before they are "
+                  "cancelled; a second signal stops at once")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
+  sub->add_option("--backlog", o.backlog, "Connections the kernel queues before they are accepted")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  sub->add_option(
+      "--cors-origins", f->cors_origins,
+      "Browser origins allowed to call the API, comma-separated (exact scheme://host[:port], or *)");
+  sub->add_option(
+         "--sleep-idle-seconds", f->sleep_idle_s,
+         "llama-server's sleep: after S idle seconds release KV, scratch and weights (= --idle-timeout S "
+         "--idle-release-weights S)")
+      ->check(CLI::Range(0.0, 1e9));
   sub->add_option("--host", o.host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", o.port, "Port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
   sub->add_option("--api-key", f->api_keys,

@@ -60,6 +60,8 @@ nlohmann::json ErrorBody(int http_status, const std::string& message, const std:
 
 void SetError(httplib::Response& res, int http_status, const std::string& message, const std::string& param) {
   res.status = http_status;
+  // Every 503 here is about load or state (busy, loading, draining): say when to try again.
+  if (http_status == 503 && !res.has_header("Retry-After")) res.set_header("Retry-After", "1");
   res.set_content(Dump(ErrorBody(http_status, message, param)), "application/json; charset=utf-8");
 }
 

@@ -34,14 +34,22 @@ Wait NextEvent(Generation& g, size_t* index, Event* ev) {
         *index = i;
         if (Clock::now() - g.last_check < std::chrono::milliseconds(100)) return Wait::kEvent;
         g.last_check = Clock::now();
-        if (!PeerClosed(g.fd) && !g.st->stopping.load()) return Wait::kEvent;
+        if (g.st->stopping.load()) {
+          g.CancelAll();
+          return Wait::kShutdown;
+        }
+        if (!PeerClosed(g.fd)) return Wait::kEvent;
         g.CancelAll();
         return Wait::kGone;
       }
     }
     g.last_check = Clock::now();
-    if (g.st->stopping.load() || PeerClosed(g.fd)) {
-      if (!g.st->stopping.load()) g.st->streams_disconnected.fetch_add(1);
+    if (g.st->stopping.load()) {
+      g.CancelAll();
+      return Wait::kShutdown;
+    }
+    if (PeerClosed(g.fd)) {
+      g.st->streams_disconnected.fetch_add(1);
       g.CancelAll();
       return Wait::kGone;
     }

@@ -56,6 +56,7 @@ struct Generation {
   LogprobRequest logprobs;
   int n_per_prompt = 1;  // `n`
   std::vector<Choice> choices;
+  std::unique_ptr<ActiveRequest> active;  // counted while the answer is being produced (the drain waits)
   int fd = -1;           // the client's socket, for noticing a disconnect (-1: unknown)
   Deadline deadline{0};  // --request-timeout, counted from the request's arrival (queue wait included)
   std::chrono::steady_clock::time_point t_start = std::chrono::steady_clock::now();
@@ -66,7 +67,8 @@ struct Generation {
   size_t n_left() const;
 };
 
-enum class Wait { kEvent, kGone, kTimeout };
+// kGone: the client left; kShutdown: the server stops (its drain is over).
+enum class Wait { kEvent, kGone, kShutdown, kTimeout };
 
 // Next event from any unfinished choice. Checks the client's socket when idle and at least every 100 ms;
 // on a disconnect or server stop, cancels every choice and returns kGone; past the request's deadline,

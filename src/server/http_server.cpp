@@ -2,8 +2,11 @@
 // Cross-cutting hooks live here: API-key check, loading gate, OpenAI-style 404/500 bodies, response counts.
 #include "server/http_server.h"
 
+#include <sys/socket.h>
+
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -89,9 +92,47 @@ Status LoadChatTemplateOnly(ServerState& st) {
   return Status::Ok();
 }
 
+// CORS: the allowed origin echoed for a request from one of --cors-origins ("*" allows any); empty if none.
+std::string AllowedOrigin(const ServerOptions& o, const httplib::Request& req) {
+  if (o.cors_origins.empty() || !req.has_header("Origin")) return "";
+  const std::string origin = req.get_header_value("Origin");
+  for (const std::string& allowed : o.cors_origins) {
+    if (allowed == "*" || allowed == origin) return origin;
+  }
+  return "";
+}
+
+// Routes that keep answering while the server drains: liveness, readiness and monitoring.
+bool AnswersWhileDraining(const std::string& path) {
+  return path == "/health" || path == "/v1/health" || path == "/metrics" || path == "/props" ||
+         path == "/slots" || path == "/models" || path == "/v1/models";
+}
+
 void InstallHooks(ServerState& st) {
   httplib::Server& http = st.http;
   http.set_pre_routing_handler([&st](const httplib::Request& req, httplib::Response& res) {
+    const std::string origin = AllowedOrigin(st.opts, req);
+    if (!origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", origin);
+      res.set_header("Vary", "Origin");
+      res.set_header("Access-Control-Expose-Headers", "Retry-After");
+    }
+    if (req.method == "OPTIONS") {  // a CORS preflight: answered without the API key
+      if (origin.empty()) {
+        SetError(res, 403,
+                 "CORS: origin '" + req.get_header_value("Origin") +
+                     "' is not allowed (start the server with --cors-origins)");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      res.status = 204;
+      res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      res.set_header("Access-Control-Allow-Headers",
+                     req.has_header("Access-Control-Request-Headers")
+                         ? req.get_header_value("Access-Control-Request-Headers")
+                         : "Authorization, Content-Type, X-Api-Key");
+      res.set_header("Access-Control-Max-Age", "86400");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (RejectingThisConnection()) {
       res.set_header("Connection", "close");  // the logger hook below also ends the connection
       res.set_header("Retry-After", "1");
@@ -115,6 +156,11 @@ void InstallHooks(ServerState& st) {
     }
     if (!st.ready.load()) {
       SetError(res, 503, "Loading model");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (st.draining.load() && !AnswersWhileDraining(req.path)) {
+      SetError(res, 503,
+               "the server is draining (shutting down) and takes no new requests; retry on another replica");
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -198,6 +244,23 @@ void HttpServer::Stop() {
   state_->http.stop();
 }
 
+void HttpServer::Drain() {
+  if (!state_->ready.load()) return Stop();
+  state_->draining.store(true);
+}
+
+nlohmann::json ShutdownErrorBody(const std::string& message) {
+  nlohmann::json body = ErrorBody(503, message);
+  body["error"]["type"] = "server_shutdown";
+  return body;
+}
+
+void SetShutdownError(httplib::Response& res, const std::string& message) {
+  res.status = 503;
+  res.set_header("Retry-After", "1");
+  res.set_content(Dump(ShutdownErrorBody(message)), "application/json; charset=utf-8");
+}
+
 Status HttpServer::Run() {
   ServerState& st = *state_;
   std::signal(SIGPIPE, SIG_IGN);  // a client that vanishes must not kill the server on write
@@ -209,9 +272,20 @@ Status HttpServer::Run() {
   RegisterMessageRoutes(st);
   RegisterInfillRoute(st);
 
+  // cpp-httplib listens with a backlog of 5, so a burst of connections gets resets; the socket is kept here
+  // and listen() called again with --backlog once it is bound (Linux applies a new backlog that way).
+  int listen_fd = -1;
+  st.http.set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = sock;
+  });
   if (!st.http.bind_to_port(st.opts.host, st.opts.port)) {
     return IoError("cannot listen on " + st.opts.host + ":" + std::to_string(st.opts.port) +
                    " (address in use, or not a local address?)");
+  }
+  if (listen_fd >= 0 && ::listen(listen_fd, st.opts.backlog) != 0) {
+    LS_LOG_WARN("--backlog %d: listen() failed (%s); keeping cpp-httplib's backlog", st.opts.backlog,
+                std::strerror(errno));
   }
   std::atomic<bool> listener_done{false};
   std::thread listener([&] {
@@ -271,8 +345,29 @@ Status HttpServer::Run() {
               MaxConnections(st.opts), timeout, st.opts.socket_timeout_s > 0 ? st.opts.socket_timeout_s : 5);
   st.ready.store(true);
 
-  while (!st.stopping.load() && !listener_done.load())
+  while (!st.stopping.load() && !listener_done.load() && !st.draining.load())
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (st.draining.load() && !st.stopping.load()) {
+    // Graceful: the pre-routing hook refuses new requests; wait for the running ones, at most the timeout.
+    const int in_flight = st.active_requests.load();
+    LS_LOG_INFO("draining: %d request(s) in flight, up to %g s (--drain-timeout)", in_flight,
+                st.opts.drain_timeout_s);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto limit = std::chrono::duration<double>(st.opts.drain_timeout_s);
+    while (!st.stopping.load() && st.active_requests.load() > 0 &&
+           std::chrono::steady_clock::now() - t0 < limit) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const int left = st.active_requests.load();
+    if (left > 0) {
+      LS_LOG_WARN("drain: %d request(s) still running after %g s; cancelling them", left,
+                  st.opts.drain_timeout_s);
+    } else {
+      LS_LOG_INFO("drain: every request finished in %.2f s",
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    st.stopping.store(true);
+  }
   const bool unexpected = !st.stopping.load();
   shutdown();  // joins the HTTP workers (they cancel their requests on `stopping`) before the engine goes
   st.engine.reset();

@@ -47,6 +47,13 @@ struct ServerOptions {
   int max_connections = 0;
   double request_timeout_s = 600;
   int socket_timeout_s = 0;
+  // Operations (docs/deploy.md). drain_timeout_s: after SIGTERM/SIGINT (Drain()), new requests get 503 and
+  // in-flight ones may finish for this long before they are cancelled. backlog: the listening socket's
+  // queue of connections not yet accepted (--backlog). cors_origins: origins that may call the API from a
+  // browser (exact, or "*"); empty: no CORS headers.
+  double drain_timeout_s = 30;
+  int backlog = 512;
+  std::vector<std::string> cors_origins;
   // Runs after the listener starts and before the engine loads (while /health says 503), e.g. to generate
   // the demo model. May set engine.model_path.
   std::function<Status(ServerOptions*)> before_load;
@@ -64,6 +71,9 @@ class HttpServer {
   Status Run();
   // Thread-safe; makes Run() return after in-flight requests are cancelled.
   void Stop();
+  // Thread-safe graceful stop: stop admitting (503 with Retry-After, /health says "draining"), let the
+  // requests in flight finish within drain_timeout_s, then Stop(). Before the model is ready: Stop().
+  void Drain();
 
   struct State;
 

@@ -161,6 +161,7 @@ void RunTextGeneration(ServerState& st, TextRun run, const httplib::Request& req
   }
   auto g = std::make_shared<Generation>();
   g->st = &st;
+  g->active = std::make_unique<ActiveRequest>(&st);
   g->deadline = run.deadline;
   g->id = run.id;
   g->created = UnixNow();

@@ -79,6 +79,7 @@ void HandleEmbeddings(ServerState& st, const httplib::Request& req, httplib::Res
   const size_t window = static_cast<size_t>(std::max(1, st.opts.engine.n_parallel));
   const int fd = FindConnectionSocket(req);
   const Deadline deadline(st.opts.request_timeout_s);  // from here: tokenizing above is bounded by the body
+  const ActiveRequest active(&st);                     // the drain waits for it
   std::deque<std::pair<size_t, std::shared_ptr<RequestStream>>> in_flight;
   std::vector<std::vector<float>> vectors(prompts.size());
   int64_t n_tokens = 0;
@@ -107,7 +108,12 @@ void HandleEmbeddings(ServerState& st, const httplib::Request& req, httplib::Res
       return SetError(res, kRequestTimeoutStatus, deadline.Message());
     }
     if (!in_flight.front().second->Pop(&ev, std::chrono::milliseconds(50))) {
-      if (st.stopping.load() || PeerClosed(fd)) {
+      if (st.stopping.load()) {
+        cancel_all();
+        return SetShutdownError(
+            res, "the server is shutting down: the request was cancelled at the end of its drain");
+      }
+      if (PeerClosed(fd)) {
         cancel_all();
         return SetError(res, 499, "the client closed the connection; the request was cancelled");
       }

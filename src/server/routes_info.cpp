@@ -144,6 +144,8 @@ void Props(ServerState& st, httplib::Response& res) {
                  {"bos_token", st.bos_text},
                  {"eos_token", st.eos_text},
                  {"modalities", {{"vision", false}, {"audio", false}}},
+                 {"is_sleeping", st.engine->Stats().weights_released},
+                 {"is_draining", st.draining.load()},
                  {"reasoning_format", ReasoningFormatName(st.reasoning_format)},
                  {"reasoning_syntax", ReasoningSyntaxName(st.reasoning_syntax)},
                  {"tool_call_format", ToolCallFormatName(st.tool_format)},
@@ -151,6 +153,21 @@ void Props(ServerState& st, httplib::Response& res) {
 }
 
 }  // namespace
+
+std::string WhyNotReady(const ServerState& st) {
+  const EngineStats stats = st.engine->Stats();
+  if (stats.queue_length > 0) return std::to_string(stats.queue_length) + " request(s) waiting for a slot";
+  bool idle = false;
+  for (const SlotInfo& s : stats.slots) idle = idle || !s.busy;
+  if (!idle) return "every slot is busy";
+  if (stats.kv_budget_bytes > 0) {
+    // Idle slots' kept KV can be evicted; only the busy slots' reservations are spoken for.
+    uint64_t reserved = 0;
+    for (const SlotInfo& s : stats.slots) reserved += s.busy ? s.budget_bytes : 0;
+    if (reserved >= stats.kv_budget_bytes) return "the KV budget is reserved by running requests";
+  }
+  return "";
+}
 
 void RegisterInfoRoutes(ServerState& st) {
   // Handlers other than /health run only once the engine is ready (the pre-routing hook answers 503 before).
@@ -165,8 +182,22 @@ void RegisterInfoRoutes(ServerState& st) {
       }
     };
   };
-  auto health = [](ServerState& s, const httplib::Request&, httplib::Response& res) {
+  // Liveness; with ?ready=1 also readiness: 503 when a new request would have to wait.
+  auto health = [](ServerState& s, const httplib::Request& req, httplib::Response& res) {
     if (!s.ready.load()) return SetError(res, 503, "Loading model");
+    if (s.draining.load()) {
+      res.status = 503;
+      res.set_header("Retry-After", "1");
+      return SendJson(res, {{"status", "draining"}});
+    }
+    if (req.get_param_value("ready") == "1") {
+      const std::string busy = WhyNotReady(s);
+      if (!busy.empty()) {
+        res.status = 503;
+        res.set_header("Retry-After", "1");
+        return SendJson(res, {{"status", "busy"}, {"reason", busy}});
+      }
+    }
     SendJson(res, {{"status", "ok"}});
   };
   st.http.Get("/health", guard(health));

@@ -84,8 +84,13 @@ void SlotAction(ServerState& st, const httplib::Request& req, httplib::Response&
 }  // namespace
 
 void RegisterSlotRoutes(ServerState& st) {
-  st.http.Get("/slots", [&st](const httplib::Request&, httplib::Response& res) {
+  st.http.Get("/slots", [&st](const httplib::Request& req, httplib::Response& res) {
     try {
+      // llama-server's readiness form: 503 when no slot is free.
+      if (req.get_param_value("fail_on_no_slot") == "1") {
+        const std::string busy = WhyNotReady(st);
+        if (!busy.empty()) return SetError(res, 503, "no slot available: " + busy);
+      }
       ListSlots(st, res);
     } catch (const std::exception& e) {
       SetError(res, 500, std::string("internal error: ") + e.what());

@@ -7,6 +7,9 @@
 namespace lazyslot::server {
 namespace {
 
+constexpr char kShutdownMessage[] =
+    "the server is shutting down: the request was cancelled at the end of its drain (--drain-timeout)";
+
 // The deltas of one token's text: split by the chat parser, or the text as it is.
 std::vector<ChatDelta> Deltas(Choice& c, const std::string& text) {
   if (c.chat) return c.chat->Feed(text);
@@ -43,6 +46,11 @@ void StreamResponse(std::shared_ptr<Generation> g, std::shared_ptr<ResponseForma
         Event ev;
         const Wait w = NextEvent(*g, &i, &ev);
         if (w == Wait::kGone) return false;
+        if (w == Wait::kShutdown) {  // an error event, then a clean end of the stream
+          write(Sse(ShutdownErrorBody(kShutdownMessage)));
+          sink.done();
+          return true;
+        }
         if (w == Wait::kTimeout) {  // an error event, then a clean end of the stream
           write(f->StreamError(kRequestTimeoutStatus, g->deadline.Message()));
           sink.done();
@@ -99,6 +107,7 @@ void ServeGeneration(std::shared_ptr<Generation> g, std::shared_ptr<ResponseForm
       return format->SetError(
           res, Status(Code::kCancelled, "the client closed the connection; the request was cancelled"));
     }
+    if (w == Wait::kShutdown) return SetShutdownError(res, kShutdownMessage);
     if (w == Wait::kTimeout) return format->SetHttpError(res, kRequestTimeoutStatus, g->deadline.Message());
     Choice& c = g->choices[i];
     if (ev.type == Event::kToken) {

@@ -26,6 +26,8 @@ struct HttpServer::State {
   httplib::Server http;
   std::atomic<bool> ready{false};     // engine and template loaded
   std::atomic<bool> stopping{false};  // Stop() called: handlers cancel their requests and return
+  std::atomic<bool> draining{false};  // Drain() called: new requests are refused, running ones finish
+  std::atomic<int> active_requests{0};  // generation and embedding requests being answered (ActiveRequest)
   std::unique_ptr<Engine> engine;     // set once before `ready`; read-only afterwards
   std::optional<ChatTemplate> chat_template;
   ToolCallFormat tool_format = ToolCallFormat::kGeneric;  // how the template's model writes tool calls
@@ -58,6 +60,27 @@ void RegisterInfillRoute(ServerState& st);         // /infill
 void RegisterInfoRoutes(ServerState& st);          // /health, /v1/models, /props, /metrics, /tokenize, ...
 void RegisterSlotRoutes(ServerState& st);          // GET /slots, POST /slots/{id}?action=save|restore|erase
 std::string RenderMetrics(const ServerState& st);  // Prometheus text for GET /metrics
+
+// Counts one request in ServerState::active_requests for its lifetime (the drain waits for the count to
+// reach zero).
+class ActiveRequest {
+ public:
+  explicit ActiveRequest(ServerState* st) : st_(st) { st_->active_requests.fetch_add(1); }
+  ~ActiveRequest() { st_->active_requests.fetch_sub(1); }
+  ActiveRequest(const ActiveRequest&) = delete;
+  ActiveRequest& operator=(const ActiveRequest&) = delete;
+
+ private:
+  ServerState* st_;
+};
+
+// Why a new request would have to wait now (queue not empty, no idle slot, KV budget reserved), or "" when
+// it would start at once: the readiness of /health?ready=1 and /slots?fail_on_no_slot=1.
+std::string WhyNotReady(const ServerState& st);
+
+// The answer to a request cancelled by the shutdown: 503 with type "server_shutdown".
+nlohmann::json ShutdownErrorBody(const std::string& message);
+void SetShutdownError(httplib::Response& res, const std::string& message);
 
 // Seconds since the epoch, for OpenAI's `created`.
 int64_t UnixNow();

@@ -207,6 +207,11 @@ class ServerProcess {
     return -1;
   }
 
+  // Sends `sig` to the server process (e.g. SIGTERM to start its drain); Running() tells when it exited.
+  void Signal(int sig) const {
+    if (pid_ > 0) kill(pid_, sig);
+  }
+
   int port() const { return port_; }
   std::string Url(const std::string& path) const {
     return "http://127.0.0.1:" + std::to_string(port_) + path;

@@ -1,0 +1,179 @@
+// Operations on a real server process (issue 17): SIGTERM drains (new requests 503 with Retry-After,
+// /health "draining", requests in flight finish, exit 0), the drain timeout cancels with a shutdown error,
+// readiness (/health?ready=1, /slots?fail_on_no_slot=1), CORS (preflight without the key, headers on
+// answers), the listen backlog, and --sleep-idle-seconds in /props.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <future>
+#include <thread>
+
+#include "server_harness.h"
+
+namespace lazyslot::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr char kStories[] = "models/stories260K.gguf";
+
+// The response headers of one request (curl -D -), lower-cased names, e.g. "access-control-allow-origin: x".
+std::string Headers(const std::string& method, const std::string& url,
+                    const std::vector<std::string>& headers, const std::string& body = "") {
+  std::string cmd = "curl -s -o /dev/null -D - -X " + method;
+  for (const std::string& h : headers) cmd += " -H " + ShellQuote(h);
+  if (!body.empty()) cmd += " -H 'Content-Type: application/json' --data-binary " + ShellQuote(body);
+  cmd += " " + ShellQuote(url);
+  std::string out;
+  RunShell(cmd, &out);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool WaitExit(ServerProcess& srv, std::chrono::seconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (!srv.Running()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+TEST(ServerOperations, SigtermDrainsInFlightRequestsAndExitsZero) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(srv, {"-m", SharedPath(kStories), "-np", "2", "-c", "4096"});
+  const json long_body = {
+      {"prompt", "Once upon a time"}, {"n_predict", 1500}, {"ignore_eos", true}, {"stream", true}};
+  auto streamed = std::async(std::launch::async, [&] { return srv->Post("/completion", long_body); });
+  auto plain = std::async(std::launch::async, [&] {
+    return srv->Post("/v1/completions", {{"prompt", "Once"}, {"max_tokens", 1500}, {"ignore_eos", true}});
+  });
+  // Both are running once the slots are busy.
+  for (int i = 0; i < 200; ++i) {
+    const json slots = srv->Get("/slots").Json();
+    if (slots.is_array() && slots.size() == 2 && slots[0]["is_processing"] == true &&
+        slots[1]["is_processing"] == true)
+      break;
+    std::this_thread::sleep_for(10ms);
+  }
+  srv->Signal(SIGTERM);
+  std::this_thread::sleep_for(100ms);
+  const HttpResult health = srv->Get("/health");
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(health.Json()["status"], "draining") << health.body;
+  const HttpResult refused = srv->Post("/completion", {{"prompt", "x"}, {"n_predict", 1}});
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_NE(refused.body.find("draining"), std::string::npos) << refused.body;
+  EXPECT_NE(Headers("POST", srv->Url("/completion"), {}, R"({"prompt":"x"})").find("retry-after: 1"),
+            std::string::npos);
+  const HttpResult s = streamed.get();
+  ASSERT_EQ(s.status, 200);
+  const std::vector<std::string> events = SseData(s.body);
+  ASSERT_FALSE(events.empty());
+  const json last = json::parse(events.back());
+  EXPECT_EQ(last["stop"], true) << events.back();
+  EXPECT_EQ(last["tokens_predicted"], 1500) << "the stream in flight finished";
+  const HttpResult p = plain.get();
+  ASSERT_EQ(p.status, 200) << p.body;
+  EXPECT_EQ(p.Json()["usage"]["completion_tokens"], 1500);
+  ASSERT_TRUE(WaitExit(*srv, 30s)) << srv->Log();
+  EXPECT_EQ(srv->exit_status(), 0) << srv->Log();
+  EXPECT_NE(srv->Log().find("drain: every request finished"), std::string::npos) << srv->Log();
+}
+
+TEST(ServerOperations, DrainTimeoutCancelsWithAShutdownErrorAndASecondSignalStopsAtOnce) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(srv, {"-m", SharedPath(kStories), "-c", "2048", "--drain-timeout", "0.3"});
+  auto plain = std::async(std::launch::async, [&] {
+    return srv->Post("/completion", {{"prompt", "Once"}, {"n_predict", 2000}, {"ignore_eos", true}});
+  });
+  std::this_thread::sleep_for(300ms);
+  srv->Signal(SIGTERM);
+  const HttpResult p = plain.get();
+  EXPECT_EQ(p.status, 503) << p.body;
+  EXPECT_EQ(p.Json()["error"]["type"], "server_shutdown") << p.body;
+  ASSERT_TRUE(WaitExit(*srv, 30s));
+  EXPECT_EQ(srv->exit_status(), 0);
+
+  START_SERVER(again, {"-m", SharedPath(kStories), "-c", "2048", "--drain-timeout", "60"});
+  auto running = std::async(std::launch::async, [&] {
+    return again->Post("/completion", {{"prompt", "Once"}, {"n_predict", 2000}, {"ignore_eos", true}});
+  });
+  std::this_thread::sleep_for(300ms);
+  again->Signal(SIGTERM);
+  std::this_thread::sleep_for(200ms);
+  again->Signal(SIGTERM);  // stop now, not in 60 s
+  EXPECT_TRUE(WaitExit(*again, 10s)) << again->Log();
+  running.get();
+}
+
+TEST(ServerOperations, ReadinessSaysBusyWhileNoSlotIsFree) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(srv, {"-m", SharedPath(kStories), "-np", "1", "-c", "2048"});
+  EXPECT_EQ(srv->Get("/health?ready=1").status, 200);
+  EXPECT_EQ(srv->Get("/slots?fail_on_no_slot=1").status, 200);
+  auto running = std::async(std::launch::async, [&] {
+    return srv->Post("/completion", {{"prompt", "Once"}, {"n_predict", 1500}, {"ignore_eos", true}});
+  });
+  int busy = 0, slots_busy = 0;
+  for (int i = 0; i < 200 && (busy == 0 || slots_busy == 0); ++i) {
+    const HttpResult h = srv->Get("/health?ready=1");
+    if (h.status == 503) {
+      busy = 1;
+      EXPECT_EQ(h.Json()["status"], "busy");
+      EXPECT_EQ(srv->Get("/health").status, 200) << "liveness stays 200";
+    }
+    if (srv->Get("/slots?fail_on_no_slot=1").status == 503) slots_busy = 1;
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(busy, 1);
+  EXPECT_EQ(slots_busy, 1);
+  ASSERT_EQ(running.get().status, 200);
+  EXPECT_EQ(srv->Get("/health?ready=1").status, 200);
+}
+
+TEST(ServerOperations, CorsPreflightNeedsNoKeyAndAnswersCarryTheOrigin) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(srv, {"-m", SharedPath(kStories), "--api-key", "k", "--cors-origins",
+                     "http://app.example, http://b.example"});
+  const std::string pre = Headers("OPTIONS", srv->Url("/v1/chat/completions"),
+                                  {"Origin: http://app.example", "Access-Control-Request-Method: POST",
+                                   "Access-Control-Request-Headers: authorization, content-type"});
+  EXPECT_NE(pre.find(" 204"), std::string::npos) << pre;
+  EXPECT_NE(pre.find("access-control-allow-origin: http://app.example"), std::string::npos) << pre;
+  EXPECT_NE(pre.find("access-control-allow-headers: authorization, content-type"), std::string::npos) << pre;
+  EXPECT_NE(pre.find("access-control-max-age:"), std::string::npos) << pre;
+  const std::string post =
+      Headers("POST", srv->Url("/completion"), {"Origin: http://b.example", "Authorization: Bearer k"},
+              R"({"prompt":"x","n_predict":1})");
+  EXPECT_NE(post.find("access-control-allow-origin: http://b.example"), std::string::npos) << post;
+  const std::string stream =
+      Headers("POST", srv->Url("/completion"), {"Origin: http://b.example", "Authorization: Bearer k"},
+              R"({"prompt":"x","n_predict":2,"stream":true})");
+  EXPECT_NE(stream.find("access-control-allow-origin: http://b.example"), std::string::npos) << stream;
+  const std::string other =
+      Headers("OPTIONS", srv->Url("/v1/chat/completions"), {"Origin: http://evil.example"});
+  EXPECT_NE(other.find(" 403"), std::string::npos) << other;
+  EXPECT_EQ(other.find("access-control-allow-origin"), std::string::npos) << other;
+}
+
+TEST(ServerOperations, BacklogAndSleepFlags) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(srv, {"-m", SharedPath(kStories), "--backlog", "300", "--sleep-idle-seconds", "0.3"});
+  // ss shows a listening socket's backlog in Send-Q.
+  std::string out;
+  RunShell("ss -ltnH 'sport = :" + std::to_string(srv->port()) + "'", &out);
+  EXPECT_NE(out.find(" 300 "), std::string::npos) << out;
+  ASSERT_EQ(srv->Post("/completion", {{"prompt", "x"}, {"n_predict", 2}}).status, 200);
+  bool slept = false;
+  for (int i = 0; i < 100 && !slept; ++i) {
+    std::this_thread::sleep_for(20ms);
+    slept = srv->Get("/props").Json()["is_sleeping"] == true;
+  }
+  EXPECT_TRUE(slept) << "weights released after 0.3 idle seconds";
+  ASSERT_EQ(srv->Post("/completion", {{"prompt", "x"}, {"n_predict", 2}}).status, 200);
+  EXPECT_EQ(srv->Get("/props").Json()["is_sleeping"], false) << "a request wakes it";
+}
+
+}  // namespace
+}  // namespace lazyslot::testing
