@@ -277,7 +277,9 @@ TEST_F(QwenVocabServer, ApplyTemplateEqualsWhatChatRenders) {
     ASSERT_EQ(t.status, 200) << t.body;
     const std::string prompt = t.Json()["prompt"];
     EXPECT_NE(prompt.find("Zürich"), std::string::npos);
-    if (extra.contains("tools")) EXPECT_NE(prompt.find("get_weather"), std::string::npos) << prompt;
+    if (extra.contains("tools")) {
+      EXPECT_NE(prompt.find("get_weather"), std::string::npos) << prompt;
+    }
     const json tok = srv().Post("/tokenize", {{"content", prompt}, {"parse_special", true}}).Json();
     json chat = body;
     chat["max_tokens"] = 1;
