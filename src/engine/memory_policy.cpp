@@ -122,12 +122,21 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
     auto usable = [&p](const Slot& s) { return !s.busy() && (p.req.id_slot < 0 || p.req.id_slot == s.id); };
     // The slot: the idle one whose kept tokens share the longest prefix with the prompt (at least the last
     // prompt token is always computed, for its logits); else an empty one; else the least recently used.
+    // A match that would throw away more of that slot's kept tokens than it reuses (another conversation
+    // sharing only the template's first tokens) does not count while an empty slot is free: that slot's
+    // conversation keeps its cache for its next turn. (With every slot holding a conversation, the longest
+    // match still wins: measured in the fleet test, taking the least recently used slot instead kept no more
+    // whole prompts and lost the shared preamble.)
     Slot* best = nullptr;
     int32_t keep = 0;
     if (p.req.cache_prompt && !p.req.embedding && !source) {
+      bool empty_free = false;
+      for (const Slot& s : slots) empty_free = empty_free || (usable(s) && s.cache.empty());
       for (Slot& s : slots) {
         if (!usable(s)) continue;
         const int32_t k = std::min(CommonPrefix(s.cache, p.req.prompt), n_prompt - 1);
+        const int32_t lost = static_cast<int32_t>(s.cache.size()) - k;
+        if (empty_free && lost > k) continue;
         if (k > keep) {
           keep = k;
           best = &s;

@@ -197,7 +197,9 @@ void InstallHooks(ServerState& st) {
     SetError(res, 500, "internal error: " + what);
   });
   http.set_logger([&st](const httplib::Request& req, const httplib::Response& res) {
-    {
+    // A refused connection's read side is shut after its 503; httplib's attempt to read another request
+    // from it ends in a 400 that is never sent (no request line): not a response, not counted.
+    if (!(RejectingThisConnection() && req.method.empty())) {
       std::lock_guard<std::mutex> lock(st.counters_mu);
       ++st.responses_by_status[res.status];
     }

@@ -177,6 +177,31 @@ TEST(EngineTest, ChoicesOfOnePromptCopyItsKvInsteadOfRecomputing) {
   EXPECT_EQ(slots.size(), 3u) << "each choice runs in its own slot";
 }
 
+// Two conversations that share only their first tokens (a template's preamble) go to different slots while
+// slots are empty, so each next turn reuses its whole previous prompt.
+TEST(EngineTest, AnotherConversationTakesAnEmptySlotNotOnesCache) {
+  REQUIRE_SHARED_FILE("models/stories260K.gguf");
+  auto engine = MakeEngine("models/stories260K.gguf", 4, 4 * 256);
+  ASSERT_TRUE(engine);
+  const std::vector<TokenId> preamble = {1, 400, 401, 402};
+  auto turn = [&](std::vector<TokenId> prompt) {
+    auto s = engine->Submit(Greedy(std::move(prompt), 4));
+    EXPECT_TRUE(s.ok());
+    return s.ok() ? Drain(**s) : Collected{};
+  };
+  std::vector<TokenId> a = preamble, b = preamble;
+  for (int i = 0; i < 40; ++i) a.push_back(100 + i);
+  for (int i = 0; i < 40; ++i) b.push_back(300 + i);
+  Collected a1 = turn(a);
+  Collected b1 = turn(b);
+  EXPECT_NE(a1.done.slot, b1.done.slot) << "b shares 4 tokens with a; it must not evict a's 44";
+  a.insert(a.end(), a1.tokens.begin(), a1.tokens.end());
+  a.push_back(7);
+  Collected a2 = turn(a);
+  EXPECT_EQ(a2.done.slot, a1.done.slot);
+  EXPECT_GE(a2.done.n_cached, 44) << "a's second turn reuses its first prompt";
+}
+
 // A request waiting for the slot it named does not hold up the requests behind it.
 TEST(EngineTest, AWaitForANamedSlotLetsOthersPass) {
   REQUIRE_SHARED_FILE("models/stories260K.gguf");

@@ -1,0 +1,378 @@
+#!/usr/bin/env python3
+"""Fleet test: N `lazyslot serve` replicas behind nginx (deploy/nginx.conf), under multi-turn chat load.
+
+16 client threads (for --seconds, default 60) each hold a conversation under its own X-Session-Id, alternating
+streamed and whole answers. At --kill-at seconds one replica gets SIGTERM while it has requests in flight: it
+must drain them, exit 0 and log so, and is then restarted on the same port. Checks: every request is a 200
+through nginx, every stream ends with `data: [DONE]`, usage is consistent, >= 90% of follow-up turns reuse a
+kept KV prefix (cached_tokens > 0). Prints the figures quoted in docs/deploy.md. Standard library only.
+"""
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from deploy_util import Replica, base_args, free_port, get, percentile, post_json, require_model, skip_or_fail
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TEMPLATE = os.path.join(REPO, "deploy", "nginx.conf")
+API_KEY = "fleet-test-key"
+MAX_TOKENS = 16
+LONG_TOKENS = 1500  # the request kept in flight across the drain
+TURNS = 8  # then a new conversation (and session id): prompts stay a few hundred tokens, far below a slot
+ANIMALS = ["cat", "dog", "bird", "fish", "frog", "bear", "lion", "duck"]
+FOLLOW_UPS = ["What happened next?", "And then?", "Tell me more.", "Why?"]
+
+
+def render_nginx_conf(template, listen_port, ports, tmp):
+    """deploy/nginx.conf with this run's ports and every path inside tmp (see its placeholder list)."""
+    out, in_block = [], False
+    for line in template.splitlines():
+        m = re.match(r"(\s*)server\s+\S+(.*?);\s*# @replica", line)
+        if m:
+            if not in_block:  # the first line of a block stands for the whole list
+                out += [f"{m.group(1)}server 127.0.0.1:{p}{m.group(2)};" for p in ports]
+            in_block = True
+            continue
+        in_block = False
+        if re.match(r"\s*listen\s.*# @listen", line):
+            line = f"        listen 127.0.0.1:{listen_port};"
+        elif line.startswith("user "):
+            # Only a root master switches users; keep the workers as root then, so they can use tmp.
+            line = "user root;" if os.geteuid() == 0 else ""
+        out.append(line.replace("/var/log/nginx/", tmp + "/").replace("/var/lib/nginx/", tmp + "/"))
+    return "\n".join(out) + "\n"
+
+
+class Results:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.records, self.failures = [], []
+
+    def add(self, rec):
+        with self.lock:
+            self.records.append(rec)
+            if rec["problems"]:
+                self.failures.append(rec)
+
+
+def chat(conn, sid, messages, stream):
+    """One request; returns a record (problems empty when it is a correct 200)."""
+    body = {"model": "fleet", "messages": messages, "max_tokens": MAX_TOKENS}
+    if stream:
+        body.update(stream=True, stream_options={"include_usage": True})
+    rec = {"stream": stream, "problems": [], "content": "", "usage": None, "upstream": "", "ttft": None}
+    t0 = time.monotonic()
+    try:
+        r = post_json(conn, "/v1/chat/completions", body,
+                      {"X-Session-Id": sid, "Authorization": "Bearer " + API_KEY})
+        rec["status"], rec["upstream"] = r.status, r.getheader("X-Lazyslot-Upstream", "")
+        if r.status != 200:
+            rec["problems"].append(f"HTTP {r.status}: {r.read()[:200]!r}")
+        elif not stream:
+            d = json.loads(r.read())
+            rec["content"], rec["usage"] = d["choices"][0]["message"].get("content") or "", d.get("usage")
+        else:
+            done, pieces = False, 0
+            while True:
+                line = r.readline()
+                if not line:
+                    break
+                line = line.strip()
+                if not line.startswith(b"data: "):
+                    continue
+                if line == b"data: [DONE]":
+                    done = True
+                    continue
+                ev = json.loads(line[6:])
+                if ev.get("usage"):
+                    rec["usage"] = ev["usage"]
+                for ch in ev.get("choices", []):
+                    piece = ch.get("delta", {}).get("content")
+                    if piece:
+                        pieces += 1
+                        rec["content"] += piece
+                        rec["ttft"] = rec["ttft"] or time.monotonic() - t0
+            rec["pieces"] = pieces
+            if not done:
+                rec["problems"].append("stream did not end with data: [DONE]")
+    except (OSError, http.client.HTTPException, ValueError, KeyError, IndexError) as e:
+        rec["status"] = None
+        rec["problems"].append(f"{type(e).__name__}: {e}")
+    rec["latency"] = time.monotonic() - t0
+    u = rec["usage"]
+    if rec["status"] == 200:
+        if not u:
+            rec["problems"].append("no usage")
+        elif not (0 < u["completion_tokens"] <= MAX_TOKENS) or \
+                u["total_tokens"] != u["prompt_tokens"] + u["completion_tokens"]:
+            rec["problems"].append(f"inconsistent usage {u}")
+    return rec
+
+
+def client(i, port, deadline, results):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    n, conv = 0, 0
+    while time.time() < deadline:
+        conv += 1
+        sid = f"fleet-{i}-{conv}-{os.urandom(3).hex()}"
+        messages = [{"role": "user", "content": f"Story {sid}: tell me about a {ANIMALS[i % len(ANIMALS)]}."}]
+        prev = None
+        for turn in range(1, TURNS + 1):
+            if time.time() >= deadline:
+                break
+            n += 1
+            rec = chat(conn, sid, messages, stream=(n + i) % 2 == 0)
+            rec.update(thread=i, turn=turn, t=time.time(), prev=prev)
+            results.add(rec)
+            if rec["problems"]:
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+                break
+            prev = rec
+            messages += [{"role": "assistant", "content": rec["content"]},
+                         {"role": "user", "content": FOLLOW_UPS[turn % len(FOLLOW_UPS)]}]
+    conn.close()
+
+
+def long_request(port, drain, started, n=LONG_TOKENS):
+    """A streamed completion sent to one replica directly; `started` is set once its first event arrived."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    tokens, done = None, False
+    try:
+        r = post_json(conn, "/v1/completions", {"prompt": "Once upon a time", "max_tokens": n, "ignore_eos": True,
+                                                "stream": True, "stream_options": {"include_usage": True}},
+                      {"Authorization": "Bearer " + API_KEY})
+        while r.status == 200:
+            line = r.readline().strip()
+            if not line:
+                if r.isclosed():
+                    break
+                continue
+            started.set()
+            if line == b"data: [DONE]":
+                done = True
+            elif line.startswith(b"data: ") and json.loads(line[6:]).get("usage"):
+                tokens = json.loads(line[6:])["usage"]["completion_tokens"]
+        drain["long"] = (r.status, tokens if done else "no [DONE]")
+    except (OSError, http.client.HTTPException, ValueError, KeyError) as e:
+        drain["long"] = (None, f"{type(e).__name__}: {e}")
+    finally:
+        started.set()
+        conn.close()
+
+
+def drain_and_restart(victim, at, drain):
+    """SIGTERM `victim` at time `at` while a long stream runs on it, check its drain, restart it."""
+    time.sleep(max(0, at - time.time()))
+    # A long request sent to the victim directly is sure to be in flight when the signal comes; the drain
+    # must let it run to its end (the fleet's own 16-token requests finish in tens of ms).
+    started = threading.Event()
+    long_req = threading.Thread(target=long_request, args=(victim.port, drain, started))
+    long_req.start()
+    started.wait(30)
+    t0 = time.time()
+    drain["rc"] = victim.stop(signal.SIGTERM, timeout=60)
+    drain["exit_s"] = time.time() - t0
+    long_req.join()
+    log = victim.log_text()
+    m = re.search(r"draining: (\d+) request\(s\) in flight", log)
+    drain["in_flight"] = int(m.group(1)) if m else None
+    m = re.search(r"drain: every request finished in (\S+) s", log)
+    drain["finished_line"] = m.group(0) if m else None
+    t1 = time.time()
+    victim.start()
+    drain["restart_s"], drain["restarted_at"] = time.time() - t1, time.time()
+
+
+def routing_checks(port, n_replicas):
+    """After the load: no X-Session-Id -> spread by least_conn; one session id -> one replica; no key -> 401."""
+    def send(headers):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            r = post_json(conn, "/v1/chat/completions",
+                          {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}, headers)
+            r.read()
+            return r.status, r.getheader("X-Lazyslot-Upstream", "")
+        finally:
+            conn.close()
+    auth = {"Authorization": "Bearer " + API_KEY}
+    plain = [send(auth) for _ in range(3 * n_replicas)]
+    pinned = [send(dict(auth, **{"X-Session-Id": "routing-check"})) for _ in range(3 * n_replicas)]
+    nokey = send({})
+    spread = {u for st, u in plain if st == 200}
+    pin = {u for st, u in pinned if st == 200}
+    print(f"routing: {len(plain)} requests without X-Session-Id went to {sorted(spread)}; {len(pinned)} with one "
+          f"session id to {sorted(pin)}; without the API key: HTTP {nokey[0]}")
+    return [
+        ("requests without X-Session-Id reach several replicas (least_conn)",
+         all(st == 200 for st, _ in plain) and len(spread) >= min(2, n_replicas)),
+        ("requests with one X-Session-Id all reach one replica", all(st == 200 for st, _ in pinned) and len(pin) == 1),
+        ("Authorization reaches the replicas (no key: 401, not retried)", nokey[0] == 401 and "," not in nokey[1]),
+    ]
+
+
+def summarize_nginx_log(path):
+    """How often nginx saw a replica fail (each such attempt was retried on another replica)."""
+    kinds = {}
+    if os.path.exists(path):
+        for line in open(path, errors="replace"):
+            m = re.search(r"\[(error|warn)\] \S+ (?:\*\d+ )?([^,(]+)", line)
+            if m:
+                kinds[m.group(2).strip()] = kinds.get(m.group(2).strip(), 0) + 1
+    print(f"nginx error log: {kinds or 'empty'}")
+
+
+def main():
+    p = base_args(__doc__.splitlines()[0], seconds=60)
+    p.add_argument("--replicas", type=int, default=3)
+    p.add_argument("--parallel", type=int, default=4, help="-np of each replica")
+    p.add_argument("--clients", type=int, default=16)
+    p.add_argument("--kill-at", type=float, default=20, help="seconds into the load to SIGTERM one replica")
+    p.add_argument("--keep", action="store_true", help="keep the logs and nginx files after a pass")
+    p.add_argument("--strict-cache", action="store_true",
+                   help="also require the whole previous prompt reused in >= 90%% of follow-ups (needs enough "
+                        "slots: --parallel 8 for 16 clients on 3 replicas)")
+    args = p.parse_args()
+    model = require_model(args, "stories260K.gguf")
+    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
+    if not nginx:
+        skip_or_fail("nginx is not installed (Debian: apt-get install nginx-light)")
+
+    tmp = tempfile.mkdtemp(prefix="lazyslot-fleet-")
+    ports = []
+    while len(ports) < args.replicas + 1:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    nginx_port, ports = ports[0], ports[1:]
+    flags = ["-np", str(args.parallel), "-c", str(2048 * args.parallel), "--drain-timeout", "30",
+             "-t", str(args.threads), "--api-key", API_KEY]
+    replicas = [Replica(args.binary, model, port, f"{tmp}/replica-{port}.log", flags) for port in ports]
+    ngx, ok = None, False
+    try:
+        for r in replicas:
+            r.start()
+        conf = f"{tmp}/nginx.conf"
+        with open(TEMPLATE) as f, open(conf, "w") as out:
+            out.write(render_nginx_conf(f.read(), nginx_port, ports, tmp))
+        base = [nginx, "-c", conf, "-p", tmp + "/"]
+        t = subprocess.run(base + ["-t", "-g", f"pid {tmp}/nginx.pid;"], capture_output=True, text=True)
+        print(t.stderr.strip())
+        if t.returncode != 0:
+            raise RuntimeError("nginx -t rejected the generated config")
+        ngx = subprocess.Popen(base + ["-g", f"daemon off; pid {tmp}/nginx.pid;"],
+                               stdout=open(f"{tmp}/nginx.out", "wb"), stderr=subprocess.STDOUT)
+        for _ in range(100):
+            try:
+                if get(nginx_port, "/health")[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.05)
+        ok = run_load(args, nginx_port, replicas)
+    finally:
+        if ngx:
+            ngx.send_signal(signal.SIGQUIT)
+            ngx.wait(30)
+        rcs = [r.stop(signal.SIGTERM) for r in replicas]
+        summarize_nginx_log(f"{tmp}/lazyslot-error.log")
+        print(f"replicas stopped with exit codes {rcs}; logs and nginx files in {tmp}")
+        ok = ok and all(rc == 0 for rc in rcs)
+    if ok and not args.keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("fleet_test: " + ("PASS" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
+def run_load(args, nginx_port, replicas):
+    results, drain = Results(), {}
+    start = time.time()
+    deadline = start + args.seconds
+    threads = [threading.Thread(target=client, args=(i, nginx_port, deadline, results))
+               for i in range(args.clients)]
+    victim = replicas[len(replicas) // 2]
+    killer = threading.Thread(target=drain_and_restart, args=(victim, start + args.kill_at, drain))
+    for th in threads + [killer]:
+        th.start()
+    for th in threads + [killer]:
+        th.join()
+    elapsed = time.time() - start
+
+    recs = results.records
+    ok200 = [r for r in recs if r["status"] == 200 and not r["problems"]]
+    streams = [r for r in ok200 if r["stream"]]
+    follow = [r for r in ok200 if r["turn"] >= 2 and r["prev"]]
+    hit = [r for r in follow if r["usage"]["prompt_tokens_details"]["cached_tokens"] > 0]
+    whole = [r for r in follow if r["usage"]["prompt_tokens_details"]["cached_tokens"] >=
+             r["prev"]["usage"]["prompt_tokens"] - 1]
+    same = [r for r in follow if r["upstream"].split(", ")[-1] == r["prev"]["upstream"].split(", ")[-1]]
+    exact = [r for r in streams if r["usage"]["completion_tokens"] == r["pieces"]]
+    retried = [r for r in recs if "," in r["upstream"]]
+    after = [r for r in ok200 if r["t"] > drain.get("restarted_at", 1e18) and
+             r["upstream"].endswith(f":{victim.port}")]
+    share = len(hit) / len(follow) if follow else 0
+    lat = [r["latency"] * 1000 for r in ok200]
+    ttft = [r["ttft"] * 1000 for r in streams if r["ttft"]]
+    tokens = sum(r["usage"]["completion_tokens"] for r in ok200)
+
+    def pct(a, b):
+        return f"{a} of {b} ({100.0 * a / b:.1f}%)" if b else f"{a} of 0"
+
+    print(f"fleet: {len(replicas)} replicas x -np {args.parallel} (stories260K, -t {args.threads}) behind nginx, "
+          f"{args.clients} clients, {elapsed:.1f} s")
+    print(f"requests: {len(recs)} ({len(recs) / elapsed:.1f}/s), 200 and correct: {len(ok200)}, "
+          f"failed: {len(results.failures)}, streamed: {len(streams)}, retried by nginx: {len(retried)}")
+    print(f"latency ms: p50 {percentile(lat, 0.5):.1f}, p95 {percentile(lat, 0.95):.1f}, "
+          f"max {max(lat, default=0):.1f}; stream first token p50 {percentile(ttft, 0.5):.1f}, "
+          f"p95 {percentile(ttft, 0.95):.1f}; completion tokens/s through nginx {tokens / elapsed:.0f}")
+    print(f"follow-up turns: cached_tokens > 0 in {pct(len(hit), len(follow))}; whole previous prompt reused "
+          f"in {pct(len(whole), len(follow))}; same replica as the previous turn in {pct(len(same), len(follow))}")
+    if follow and len(whole) < 0.9 * len(follow):
+        print("note: cached_tokens > 0 also counts reusing only the chat template's common preamble from another "
+              "conversation's slot; 'whole previous prompt reused' is the stricter figure (docs/deploy.md)")
+    per, follow_ids, whole_ids = {}, {id(r) for r in follow}, {id(r) for r in whole}
+    for r in ok200:
+        u = r["upstream"].split(", ")[-1]
+        per.setdefault(u, [0, 0, 0])[0] += 1
+        if id(r) in follow_ids:
+            per[u][1] += 1
+            per[u][2] += id(r) in whole_ids
+    print("per replica (requests, follow-ups, whole prompt reused): " +
+          ", ".join(f"{u} {n}/{f}/{w}" for u, (n, f, w) in sorted(per.items())))
+    print(f"streams: usage.completion_tokens == content chunks in {pct(len(exact), len(streams))}")
+    print(f"drain: replica :{victim.port} had {drain.get('in_flight')} request(s) in flight, exit code "
+          f"{drain.get('rc')} after {drain.get('exit_s', 0):.2f} s, log: {drain.get('finished_line')!r}; "
+          f"restarted in {drain.get('restart_s', 0):.2f} s, then served {len(after)} request(s); "
+          f"long request during the drain: {drain.get('long')}")
+    for r in results.failures[:10]:
+        print(f"  failed: thread {r['thread']} turn {r['turn']} stream={r['stream']} "
+              f"upstream={r['upstream']!r}: {'; '.join(r['problems'])}")
+
+    checks = [
+        ("every request 200 and well-formed", not results.failures and len(recs) > 0),
+        ("every stream ended with [DONE]", not any("[DONE]" in p for r in recs for p in r["problems"])),
+        (">= 90% of follow-up turns have cached_tokens > 0", share >= 0.9),
+        (">= 90% of follow-up turns reuse the whole previous prompt (--strict-cache)",
+         not args.strict_cache or len(whole) >= 0.9 * len(follow)),
+        (f"the {LONG_TOKENS}-token request in flight during the drain completed", drain.get("long") == (200, LONG_TOKENS)),
+        ("drained replica exited 0", drain.get("rc") == 0),
+        ("drained replica logged that its requests finished", bool(drain.get("finished_line"))),
+        ("restarted replica serves again", bool(after) or deadline - drain.get("restarted_at", 0) < 15),
+    ]
+    checks += routing_checks(nginx_port, len(replicas))
+    for name, passed in checks:
+        print(f"  [{'ok' if passed else 'FAILED'}] {name}")
+    return all(passed for _, passed in checks)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
