@@ -6,11 +6,6 @@
 namespace lazyslot::server {
 namespace {
 
-bool Present(const Json& body, const char* field) {
-  auto it = body.find(field);
-  return it != body.end() && !it->is_null();
-}
-
 // A field this server cannot honour: accepted only with the value that changes nothing.
 Status RefuseUnlessDefault(const Json& body, const char* field, double def, const std::string& why) {
   if (!Present(body, field)) return Status::Ok();
@@ -25,13 +20,6 @@ Result<std::vector<TokenId>> TokenizeText(const Tokenizer& tok, const std::strin
   if (!ids.ok()) return InvalidArgument(field + ": tokenizing failed: " + ids.status().message());
   return ids;
 }
-
-}  // namespace
-
-Result<std::vector<TokenId>> ParseNativePrompt(const Json& value, const std::string& field,
-                                               const Tokenizer& tok, bool add_bos);
-
-namespace {
 
 // `prompt` as one prompt or a list of prompts.
 Result<std::vector<std::vector<TokenId>>> ParsePrompts(const Json& body, const Tokenizer& tok) {

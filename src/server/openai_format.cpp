@@ -160,10 +160,6 @@ class OpenAiChatFormat : public ResponseFormat {
 
   std::string StreamClose(const Generation& g) override { return UsageAndDone(g, "chat.completion.chunk"); }
 
-  std::string StreamError(int http_status, const std::string& message) override {
-    return Sse(ErrorBody(http_status, message));
-  }
-
   OJson Final(const Generation& g, const std::vector<ChatOutcome>& outcomes) override {
     OJson choices = OJson::array();
     for (size_t i = 0; i < outcomes.size(); ++i) {
@@ -227,10 +223,6 @@ class OpenAiCompletionFormat : public ResponseFormat {
   }
 
   std::string StreamClose(const Generation& g) override { return UsageAndDone(g, "text_completion"); }
-
-  std::string StreamError(int http_status, const std::string& message) override {
-    return Sse(ErrorBody(http_status, message));
-  }
 
   OJson Final(const Generation& g, const std::vector<ChatOutcome>& outcomes) override {
     OJson choices = OJson::array();
@@ -347,15 +339,6 @@ class LlamaFormat : public ResponseFormat {
     return Sse(Result(g, i, o, /*streamed=*/true));
   }
 
-  std::string StreamClose(const Generation& g) override {
-    (void)g;
-    return "";
-  }
-
-  std::string StreamError(int http_status, const std::string& message) override {
-    return Sse(ErrorBody(http_status, message));
-  }
-
   OJson Final(const Generation& g, const std::vector<ChatOutcome>& outcomes) override {
     OJson all = OJson::array();
     for (size_t i = 0; i < outcomes.size(); ++i) all.push_back(Result(g, i, outcomes[i], false));
@@ -402,6 +385,10 @@ class LlamaFormat : public ResponseFormat {
 };
 
 }  // namespace
+
+std::string ResponseFormat::StreamError(int http_status, const std::string& message) {
+  return Sse(ErrorBody(http_status, message));
+}
 
 void ResponseFormat::SetError(httplib::Response& res, const Status& status) { SetStatusError(res, status); }
 void ResponseFormat::SetContextError(httplib::Response& res, int64_t n_prompt, int64_t n_ctx,

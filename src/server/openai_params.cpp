@@ -41,11 +41,6 @@ size_t TooDeepAt(const std::string& text, size_t limit) {
   return std::string::npos;
 }
 
-bool Present(const Json& body, const std::string& field) {
-  auto it = body.find(field);
-  return it != body.end() && !it->is_null();
-}
-
 }  // namespace
 
 Result<int64_t> IntegerValue(const Json& v, const std::string& field, int64_t lo, int64_t hi) {
@@ -122,6 +117,11 @@ Status ReadPredict(const Json& body, const std::string& field, int32_t* out) {
 }
 
 }  // namespace
+
+bool Present(const Json& body, const std::string& field) {
+  auto it = body.find(field);
+  return it != body.end() && !it->is_null();
+}
 
 std::string TypeName(const Json& v) {
   if (v.is_null()) return "null";

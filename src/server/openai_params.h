@@ -89,6 +89,9 @@ Result<std::vector<std::pair<int32_t, float>>> ParseLogitBias(const Json& value,
 // parts joined into one string per message.
 Result<Json> ParseChatMessages(const Json& body);
 
+// A field that is there and not null (JSON null means "absent" on every route).
+bool Present(const Json& body, const std::string& field);
+
 // Optional typed fields: absent or null -> `def`; present with the wrong type -> error naming the field.
 Result<bool> GetBool(const Json& body, const std::string& field, bool def);
 Result<std::string> GetString(const Json& body, const std::string& field, const std::string& def);

@@ -6,11 +6,6 @@
 namespace lazyslot::server {
 namespace {
 
-bool Present(const Json& body, const char* field) {
-  auto it = body.find(field);
-  return it != body.end() && !it->is_null();
-}
-
 // The grammar library prefixes its messages with "grammar: " or "json_schema: "; the field name replaces it.
 Status Named(const std::string& field, const Status& st) {
   std::string m = st.message();

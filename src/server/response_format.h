@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "server/generation.h"
+#include "server/native_params.h"
 #include "server/output_constraint.h"
 
 namespace lazyslot::server {
@@ -27,9 +28,13 @@ class ResponseFormat {
     return "";
   }
   virtual std::string StreamChoiceEnd(const Generation& g, size_t i, const ChatOutcome& outcome) = 0;
-  virtual std::string StreamClose(const Generation& g) = 0;
-  // A failure after the stream started (the HTTP status is already 200).
-  virtual std::string StreamError(int http_status, const std::string& message) = 0;
+  // After the last choice (OpenAI: usage and [DONE]); nothing by default.
+  virtual std::string StreamClose(const Generation& g) {
+    (void)g;
+    return "";
+  }
+  // A failure after the stream started (the HTTP status is already 200); by default an OpenAI error body.
+  virtual std::string StreamError(int http_status, const std::string& message);
   // The whole answer; outcomes[i] belongs to g.choices[i].
   virtual nlohmann::ordered_json Final(const Generation& g, const std::vector<ChatOutcome>& outcomes) = 0;
   // An error answer before any stream started (or instead of the whole answer).
@@ -77,6 +82,10 @@ struct TextRun {
 // The fields every text route reads into `run` (route-specific ones aside): generation parameters over the
 // server's defaults, log-probabilities, logit_bias, and for the non-chat routes the output constraint.
 Status ReadTextFields(const ServerState& st, const Json& body, TextApi api, TextRun* run);
+
+// llama-server's native answer for `run` (its prompts already set): id_slot, return_progress and the
+// native format with return_tokens, timings_per_token, response_fields and the prompt text.
+void AnswerNatively(const ServerState& st, const NativeOptions& native, TextRun* run);
 
 // Checks what needs the engine (n against --parallel, prompts against the context), applies the server's
 // defaults (random seed, -n, --max-tokens-cap, repeat_last_n -1), submits and serves the answer.

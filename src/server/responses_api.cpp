@@ -14,11 +14,6 @@ namespace {
 
 Status Err(const std::string& path, const std::string& why) { return InvalidArgument(path + ": " + why); }
 
-bool Present(const Json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it != obj.end() && !it->is_null();
-}
-
 std::string Shown(const std::string& key) { return key.size() > 64 ? key.substr(0, 64) + "..." : key; }
 
 // Every key of `obj` must be in `allowed`; errors name "prefix.key" (or "key" with an empty prefix).

@@ -8,11 +8,6 @@
 namespace lazyslot::server {
 namespace {
 
-bool Present(const Json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it != obj.end() && !it->is_null();
-}
-
 Json Or(const Json& body, const char* key, Json def) { return Present(body, key) ? body.at(key) : def; }
 
 // "resp_X" -> "X": item ids share their response's random part.

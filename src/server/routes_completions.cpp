@@ -126,6 +126,19 @@ bool CheckPrompts(const ServerState& st, const std::vector<std::vector<TokenId>>
 
 }  // namespace
 
+void AnswerNatively(const ServerState& st, const NativeOptions& native, TextRun* run) {
+  run->id_slot = native.id_slot;
+  run->return_progress = native.return_progress;
+  LlamaFormatOptions fo;
+  fo.return_tokens = native.return_tokens;
+  fo.timings_per_token = native.timings_per_token;
+  fo.response_fields = native.response_fields;
+  if (run->prompts.size() == 1) {
+    fo.prompt_text = st.engine->tokenizer().Detokenize(run->prompts[0], false, true);
+  }
+  run->format = MakeLlamaFormat(std::move(fo));
+}
+
 Status ReadTextFields(const ServerState& st, const Json& body, TextApi api, TextRun* run) {
   LS_ASSIGN_OR_RETURN(run->params, ParseGenerationParams(body, st.opts.sampling));
   LS_ASSIGN_OR_RETURN(run->logprobs, ParseLogprobs(body, api));
@@ -251,16 +264,8 @@ void HandleGeneration(ServerState& st, TextApi api, const httplib::Request& req,
   Result<NativeOptions> native = ParseNativeOptions(*body, st.engine->tokenizer());
   if (!native.ok()) return SetStatusError(res, native.status());
   run.prompts = std::move(native->prompts);
-  run.id_slot = native->id_slot;
-  run.return_progress = native->return_progress;
   run.id = NewId("cmpl-");
-  LlamaFormatOptions fo;
-  fo.return_tokens = native->return_tokens;
-  fo.timings_per_token = native->timings_per_token;
-  fo.response_fields = std::move(native->response_fields);
-  if (run.prompts.size() == 1)
-    fo.prompt_text = st.engine->tokenizer().Detokenize(run.prompts[0], false, true);
-  run.format = MakeLlamaFormat(std::move(fo));
+  AnswerNatively(st, *native, &run);
   RunTextGeneration(st, std::move(run), req, res);
 }
 

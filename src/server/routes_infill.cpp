@@ -4,12 +4,10 @@
 // to fit a batch: a prompt longer than the context is a 400. A model without FIM tokens gets 501.
 #include <mutex>
 
-#include "core/log.h"
 #include "server/errors.h"
 #include "server/native_params.h"
 #include "server/request_body.h"
 #include "server/response_format.h"
-#include "server/sampling_fields.h"
 
 namespace lazyslot::server {
 namespace {
@@ -191,14 +189,7 @@ void HandleInfill(ServerState& st, const httplib::Request& req, httplib::Respons
   run.id = NewId("cmpl-");
   run.deadline = deadline;
   run.prompts.push_back(std::move(*prompt));
-  run.id_slot = native->id_slot;
-  run.return_progress = native->return_progress;
-  LlamaFormatOptions fo;
-  fo.return_tokens = native->return_tokens;
-  fo.timings_per_token = native->timings_per_token;
-  fo.response_fields = std::move(native->response_fields);
-  fo.prompt_text = st.engine->tokenizer().Detokenize(run.prompts[0], false, true);
-  run.format = MakeLlamaFormat(std::move(fo));
+  AnswerNatively(st, *native, &run);
   RunTextGeneration(st, std::move(run), req, res);
 }
 

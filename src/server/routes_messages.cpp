@@ -36,10 +36,6 @@ class AnthropicFormat : public ResponseFormat {
     (void)g, (void)i;
     return writer_.Finish(o);
   }
-  std::string StreamClose(const Generation& g) override {
-    (void)g;
-    return "";
-  }
   std::string StreamError(int http_status, const std::string& message) override {
     return AnthropicErrorEvent(http_status, message);
   }
@@ -88,10 +84,6 @@ class ResponsesFormat : public ResponseFormat {
   std::string StreamChoiceEnd(const Generation& g, size_t i, const ChatOutcome& o) override {
     (void)g, (void)i;
     return writer_.Finish(o, UnixNow());
-  }
-  std::string StreamClose(const Generation& g) override {
-    (void)g;
-    return "";
   }
   std::string StreamError(int http_status, const std::string& message) override {
     (void)http_status;

@@ -17,11 +17,6 @@ Status FieldError(const std::string& field, const std::string& why) {
   return InvalidArgument(field + ": " + why);
 }
 
-bool Present(const Json& body, const char* field) {
-  auto it = body.find(field);
-  return it != body.end() && !it->is_null();
-}
-
 std::string Bound(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.10g", v);

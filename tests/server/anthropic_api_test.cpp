@@ -12,6 +12,7 @@
 
 #include "chat/chat_messages.h"
 #include "chat/tool_calls.h"
+#include "chat_body_check.h"
 #include "server/output_constraint.h"
 #include "sse_events.h"
 
@@ -50,21 +51,7 @@ void ExpectError(const Json& body, const std::string& prefix, const std::string&
   }
 }
 
-// The chat pipeline's parsers accept a translated body.
-void ExpectChatPipelineAccepts(const Json& chat) {
-  Status known = CheckKnownFields(chat, RequestKind::kChat);
-  EXPECT_TRUE(known.ok()) << known.message();
-  Result<Json> wire = ParseChatMessages(chat);
-  ASSERT_TRUE(wire.ok()) << wire.status().message();
-  Result<Json> prepared = PrepareMessagesForTemplate(*wire);
-  EXPECT_TRUE(prepared.ok()) << prepared.status().message();
-  Result<ToolRequest> tools = ParseToolRequest(chat);
-  EXPECT_TRUE(tools.ok()) << tools.status().message();
-  Result<GenerationParams> gen = ParseGenerationParams(chat);
-  EXPECT_TRUE(gen.ok()) << gen.status().message();
-  Result<OutputConstraint> constraint = ParseOutputConstraint(chat);
-  EXPECT_TRUE(constraint.ok()) << constraint.status().message();
-}
+using testing::ExpectChatPipelineAccepts;
 
 TEST(AnthropicRequest, MinimalRequest) {
   const Json chat = Translate(Request());

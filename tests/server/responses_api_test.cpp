@@ -13,6 +13,7 @@
 
 #include "chat/chat_messages.h"
 #include "chat/tool_calls.h"
+#include "chat_body_check.h"
 #include "server/output_constraint.h"
 #include "sse_events.h"
 
@@ -31,21 +32,7 @@ Json Translate(const Json& body) {
   return r.ok() ? *r : Json::object();
 }
 
-// The translated body passes every parser of the chat route.
-void ExpectChatAccepts(const Json& chat) {
-  Status known = CheckKnownFields(chat, RequestKind::kChat);
-  EXPECT_TRUE(known.ok()) << known.message();
-  Result<Json> wire = ParseChatMessages(chat);
-  ASSERT_TRUE(wire.ok()) << wire.status().message();
-  Result<Json> prepared = PrepareMessagesForTemplate(*wire);
-  EXPECT_TRUE(prepared.ok()) << prepared.status().message();
-  Result<ToolRequest> tools = ParseToolRequest(chat);
-  EXPECT_TRUE(tools.ok()) << tools.status().message();
-  Result<GenerationParams> gen = ParseGenerationParams(chat);
-  EXPECT_TRUE(gen.ok()) << gen.status().message();
-  Result<OutputConstraint> oc = ParseOutputConstraint(chat);
-  EXPECT_TRUE(oc.ok()) << oc.status().message();
-}
+void ExpectChatAccepts(const Json& chat) { testing::ExpectChatPipelineAccepts(chat); }
 
 void ExpectRefused(const Json& body, const std::string& prefix, const std::string& needle = "") {
   Result<Json> r = ResponsesToChatBody(body);
