@@ -61,7 +61,7 @@ Result<std::vector<float>> BindVector(const gguf::File& f, const std::string& na
 }  // namespace
 
 const ArchSpec* FindArch(const std::string& name) {
-  for (const ArchSpec* s : {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch()}) {
+  for (const ArchSpec* s : {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &BertArch()}) {
     if (name == s->name) return s;
   }
   return nullptr;
@@ -92,12 +92,17 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
   std::unique_ptr<Model> m(new Model());
   LS_ASSIGN_OR_RETURN(m->file_, gguf::File::Open(path));
   LS_RETURN_IF_ERROR(m->ReadHParams());
-  LS_RETURN_IF_ERROR(m->BindWeights());
+  LS_RETURN_IF_ERROR(m->arch_->encoder ? m->BindEncoderWeights() : m->BindWeights());
+  LS_RETURN_IF_ERROR(m->BindClassifier());
   // Kernels by measurement on this model's matrices (the logits' and every layer's); the first model of a
   // weight format chooses its kernels for the process (quant/select.cpp, < 100 ms), later ones reuse them.
   std::vector<quant::MatrixShape> shapes;
-  auto add = [&shapes](const WeightView& w) { shapes.push_back({w.type, w.n_in, w.n_out}); };
+  auto add = [&shapes](const WeightView& w) {
+    if (w.data) shapes.push_back({w.type, w.n_in, w.n_out});
+  };
   add(m->output_);
+  add(m->classifier_.cls);
+  add(m->classifier_.out);
   for (const LayerWeights& l : m->layers_) {
     for (const WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*w);
   }
@@ -112,7 +117,7 @@ Status Model::ReadHParams() {
   arch_ = FindArch(hp_.arch);
   if (!arch_) {
     return Unimplemented("model: " + f.path() + ": unknown architecture '" + hp_.arch +
-                         "' (supported: llama, qwen2, qwen3)");
+                         "' (supported: llama, qwen2, qwen3, bert)");
   }
   const std::string a = hp_.arch + ".";
   LS_ASSIGN_OR_RETURN(uint32_t n_ctx, f.GetU32(a + "context_length"));
@@ -140,7 +145,16 @@ Status Model::ReadHParams() {
     return Unimplemented("model: " + f.path() + ": key_length " + std::to_string(key_len) + " and value_length " +
                          std::to_string(val_len) + " must be equal and even");
   }
-  LS_ASSIGN_OR_RETURN(hp_.rms_eps, f.GetF32(a + "attention.layer_norm_rms_epsilon"));
+  if (arch_->encoder) {
+    LS_ASSIGN_OR_RETURN(hp_.norm_eps, f.GetF32(a + "attention.layer_norm_epsilon"));
+  } else {
+    LS_ASSIGN_OR_RETURN(hp_.rms_eps, f.GetF32(a + "attention.layer_norm_rms_epsilon"));
+  }
+  LS_ASSIGN_OR_RETURN(hp_.causal, f.GetBoolOr(a + "attention.causal", !arch_->encoder));
+  if (hp_.causal == arch_->encoder) {
+    return Unimplemented("model: " + f.path() + ": " + hp_.arch + " with attention.causal = " +
+                         (hp_.causal ? "true" : "false") + " is not supported");
+  }
   LS_ASSIGN_OR_RETURN(hp_.rope_freq_base, f.GetF32Or(a + "rope.freq_base", 10000.0f));
   LS_ASSIGN_OR_RETURN(uint32_t n_rot, f.GetU32Or(a + "rope.dimension_count", key_len));
   if (n_rot != key_len) {
@@ -224,6 +238,70 @@ Status Model::BindWeights() {
     LS_ASSIGN_OR_RETURN(l.b_up, BindVector(f, name(tn::kFfnUpBias), n_ff, true));
     LS_ASSIGN_OR_RETURN(l.b_down, BindVector(f, name(tn::kFfnDownBias), n_embd, true));
   }
+  return Status::Ok();
+}
+
+Status Model::BindEncoderWeights() {
+  const gguf::File& f = *file_;
+  const int64_t n_embd = hp_.n_embd, n_q = hp_.n_embd_q(), n_kv = hp_.n_embd_kv(), n_ff = hp_.n_ff;
+  LS_ASSIGN_OR_RETURN(token_embd_, BindMatrix(f, tn::kTokenEmbd, n_embd, hp_.n_vocab));
+  LS_ASSIGN_OR_RETURN(position_embd_, BindMatrix(f, tn::kPositionEmbd, n_embd, hp_.n_ctx_train));
+  if (const gguf::TensorInfo* t = f.FindTensor(tn::kTokenTypes)) {
+    LS_ASSIGN_OR_RETURN(token_types_, BindMatrix(f, tn::kTokenTypes, n_embd, t->ne[1]));
+  }
+  LS_ASSIGN_OR_RETURN(token_embd_norm_, BindVector(f, tn::kTokenEmbdNorm, n_embd, false));
+  LS_ASSIGN_OR_RETURN(token_embd_norm_b_, BindVector(f, tn::kTokenEmbdNormBias, n_embd, false));
+  layers_.resize(hp_.n_layer);
+  for (int il = 0; il < hp_.n_layer; ++il) {
+    LayerWeights& l = layers_[il];
+    auto name = [il](const char* s) { return tn::Blk(il, s); };
+    if (f.FindTensor(name(tn::kAttnQkv))) {
+      return Unimplemented("model: " + f.path() + ": fused attn_qkv tensors are not supported yet");
+    }
+    LS_ASSIGN_OR_RETURN(l.wq, BindMatrix(f, name(tn::kAttnQ), n_embd, n_q));
+    LS_ASSIGN_OR_RETURN(l.wk, BindMatrix(f, name(tn::kAttnK), n_embd, n_kv));
+    LS_ASSIGN_OR_RETURN(l.wv, BindMatrix(f, name(tn::kAttnV), n_embd, n_kv));
+    LS_ASSIGN_OR_RETURN(l.bq, BindVector(f, name(tn::kAttnQBias), n_q, true));
+    LS_ASSIGN_OR_RETURN(l.bk, BindVector(f, name(tn::kAttnKBias), n_kv, true));
+    LS_ASSIGN_OR_RETURN(l.bv, BindVector(f, name(tn::kAttnVBias), n_kv, true));
+    LS_ASSIGN_OR_RETURN(l.wo, BindMatrix(f, name(tn::kAttnOutput), n_q, n_embd));
+    LS_ASSIGN_OR_RETURN(l.bo, BindVector(f, name(tn::kAttnOutputBias), n_embd, true));
+    LS_ASSIGN_OR_RETURN(l.attn_out_norm, BindVector(f, name(tn::kAttnOutputNorm), n_embd, false));
+    LS_ASSIGN_OR_RETURN(l.attn_out_norm_b, BindVector(f, name(tn::kAttnOutputNormBias), n_embd, false));
+    if (f.FindTensor(name(tn::kFfnGate))) {
+      return Unimplemented("model: " + f.path() + ": a bert FFN with a gate (" + name(tn::kFfnGate) +
+                           ") is not supported");
+    }
+    LS_ASSIGN_OR_RETURN(l.w_up, BindMatrix(f, name(tn::kFfnUp), n_embd, n_ff));
+    LS_ASSIGN_OR_RETURN(l.w_down, BindMatrix(f, name(tn::kFfnDown), n_ff, n_embd));
+    LS_ASSIGN_OR_RETURN(l.b_up, BindVector(f, name(tn::kFfnUpBias), n_ff, true));
+    LS_ASSIGN_OR_RETURN(l.b_down, BindVector(f, name(tn::kFfnDownBias), n_embd, true));
+    LS_ASSIGN_OR_RETURN(l.out_norm, BindVector(f, name(tn::kLayerOutputNorm), n_embd, false));
+    LS_ASSIGN_OR_RETURN(l.out_norm_b, BindVector(f, name(tn::kLayerOutputNormBias), n_embd, false));
+  }
+  return Status::Ok();
+}
+
+Status Model::BindClassifier() {
+  const gguf::File& f = *file_;
+  const gguf::TensorInfo* out = f.FindTensor(tn::kClsOutput);
+  if (!out) {
+    if (f.FindTensor(tn::kCls)) {
+      return Unimplemented("model: " + f.path() + ": a classifier head 'cls.weight' without 'cls.output.weight'");
+    }
+    return Status::Ok();
+  }
+  const int64_t n_embd = hp_.n_embd;
+  if (out->ne[1] < 1 || out->ne[1] > (1 << 16)) {
+    return Corrupt("model: " + f.path() + ": tensor 'cls.output.weight' has shape " + Shape(*out));
+  }
+  hp_.n_cls_out = static_cast<int32_t>(out->ne[1]);
+  if (f.FindTensor(tn::kCls)) {
+    LS_ASSIGN_OR_RETURN(classifier_.cls, BindMatrix(f, tn::kCls, n_embd, n_embd));
+    LS_ASSIGN_OR_RETURN(classifier_.cls_b, BindVector(f, tn::kClsBias, n_embd, true));
+  }
+  LS_ASSIGN_OR_RETURN(classifier_.out, BindMatrix(f, tn::kClsOutput, n_embd, hp_.n_cls_out));
+  LS_ASSIGN_OR_RETURN(classifier_.out_b, BindVector(f, tn::kClsOutputBias, hp_.n_cls_out, true));
   return Status::Ok();
 }
 

@@ -29,6 +29,9 @@ struct HParams {
   int32_t head_dim = 0;  // key_length (= value_length), default n_embd / n_head
   int32_t n_ff = 0;
   float rms_eps = 1e-6f;
+  float norm_eps = 1e-12f;  // LayerNorm epsilon (bert: attention.layer_norm_epsilon)
+  bool causal = true;       // {arch}.attention.causal (bert: false)
+  int32_t n_cls_out = 0;    // rows of the classifier head cls.output (rank pooling), 0 without one
   float rope_freq_base = 10000.0f;
   float rope_freq_scale = 1.0f;
   int32_t n_rot = 0;
@@ -48,6 +51,19 @@ struct LayerWeights {
   WeightView w_gate, w_up;                     // [n_embd -> n_ff]
   WeightView w_down;                           // [n_ff -> n_embd]
   std::vector<float> b_gate, b_up, b_down;     // optional
+  // bert post-norms, LayerNorm weight + bias [n_embd]: after the attention and after the FFN residual.
+  std::vector<float> attn_out_norm, attn_out_norm_b, out_norm, out_norm_b;
+};
+
+// The classifier head of a reranker (rank pooling), applied to the pooled row h [n_embd]:
+// scores = out . tanh(cls . h + cls_b) + out_b, or out . h + out_b without `cls` (a converted
+// BertForSequenceClassification or Qwen3-Reranker, whose out holds the "yes"/"no" rows of its lm_head).
+struct ClassifierWeights {
+  WeightView cls;     // optional [n_embd -> n_embd]
+  std::vector<float> cls_b;
+  WeightView out;     // [n_embd -> n_cls_out]
+  std::vector<float> out_b;
+  bool present() const { return out.data != nullptr; }
 };
 
 class Model {
@@ -64,6 +80,12 @@ class Model {
   const WeightView& output() const { return output_; }  // token_embd when tied
   const std::vector<float>& output_bias() const { return output_bias_; }
   const std::vector<float>& rope_freqs() const { return rope_freqs_; }
+  // bert inputs: learned positions [n_embd, n_ctx_train], token types [n_embd, n_types], their LayerNorm.
+  const WeightView& position_embd() const { return position_embd_; }
+  const WeightView& token_types() const { return token_types_; }
+  const std::vector<float>& token_embd_norm() const { return token_embd_norm_; }
+  const std::vector<float>& token_embd_norm_b() const { return token_embd_norm_b_; }
+  const ClassifierWeights& classifier() const { return classifier_; }
   const LayerWeights& layer(int il) const { return layers_[il]; }
   bool tied_output() const { return tied_; }
   // Bytes of weights a token's forward pass reads (every layer matrix + one output matrix).
@@ -73,12 +95,17 @@ class Model {
   Model() = default;
   Status ReadHParams();
   Status BindWeights();
+  Status BindEncoderWeights();  // bert
+  Status BindClassifier();
 
   std::unique_ptr<gguf::File> file_;
   const ArchSpec* arch_ = nullptr;
   HParams hp_;
   WeightView token_embd_, output_;
   std::vector<float> output_norm_, output_bias_, rope_freqs_;
+  WeightView position_embd_, token_types_;
+  std::vector<float> token_embd_norm_, token_embd_norm_b_;
+  ClassifierWeights classifier_;
   bool tied_ = false;
   std::vector<LayerWeights> layers_;
 };

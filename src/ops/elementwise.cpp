@@ -2,6 +2,10 @@
 #include "ops/elementwise.h"
 
 #include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "quant/fp16.h"
 
 namespace lazyslot {
 
@@ -14,6 +18,27 @@ void RmsNorm(const float* x, const float* w, float* y, int64_t n, float eps) {
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * w[i];
   } else {
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
+  }
+}
+
+void LayerNorm(const float* x, const float* w, const float* b, float* y, int64_t n, float eps) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += x[i];
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  double sum2 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = x[i] - mean;
+    y[i] = d;
+    sum2 += static_cast<double>(d) * d;
+  }
+  const float var = static_cast<float>(sum2 / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(var + eps);
+  for (int64_t i = 0; i < n; ++i) y[i] *= scale;
+  if (w) {
+    for (int64_t i = 0; i < n; ++i) y[i] *= w[i];
+  }
+  if (b) {
+    for (int64_t i = 0; i < n; ++i) y[i] += b[i];
   }
 }
 
@@ -48,6 +73,37 @@ void SwiGlu(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+namespace {
+
+float GeluExact(float x) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
+
+// gelu of every F16 value, rounded to F16 (128 KiB, built on first use).
+const std::vector<uint16_t>& GeluTable() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(65536);
+    for (uint32_t h = 0; h < 65536; ++h) t[h] = F32ToF16(GeluExact(F16ToF32(static_cast<uint16_t>(h))));
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+void Gelu(float* x, int64_t n) {
+  const uint16_t* table = GeluTable().data();
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    if (v <= -10.0f) {
+      x[i] = 0.0f;
+    } else if (v < 10.0f) {
+      x[i] = F16ToF32(table[F32ToF16(v)]);
+    }
   }
 }
 

@@ -1,4 +1,5 @@
-// Row-wise operations of the transformer: RMS norm, RoPE, SwiGLU, softmax, vector add. All work on f32 rows.
+// Row-wise operations of the transformer: RMS norm, LayerNorm, RoPE, SwiGLU, GELU, vector add. All work on f32
+// rows.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,10 @@ namespace lazyslot {
 
 // y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]   (w may be null). Sum of squares in double, as ggml does.
 void RmsNorm(const float* x, const float* w, float* y, int64_t n, float eps);
+
+// y[i] = (x[i] - mean) / sqrt(var + eps) * w[i] + b[i] (w, b may be null). Mean and variance in double, as
+// ggml's norm.
+void LayerNorm(const float* x, const float* w, const float* b, float* y, int64_t n, float eps);
 
 enum class RopeStyle {
   kNormal,  // llama: rotate adjacent pairs (2i, 2i+1)
@@ -29,6 +34,10 @@ void RopeApply(const RopeParams& p, const float* cos_t, const float* sin_t, floa
 
 // gate[i] = silu(gate[i]) * up[i], silu(z) = z / (1 + e^-z)
 void SwiGlu(float* gate, const float* up, int64_t n);
+
+// x[i] = gelu(x[i]) in tanh form, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as llama.cpp's CPU
+// computes it: the input rounded to F16 and the result read from an F16 table (exact outside [-10, 10]).
+void Gelu(float* x, int64_t n);
 
 // x[i] += y[i]
 void AddInPlace(float* x, const float* y, int64_t n);

@@ -1,0 +1,186 @@
+// The encoder pass (encoder.h): input embeddings, the arch's layers (arch_bert.cpp), and bidirectional
+// attention within each sequence. Shapes: n = tokens in the batch, n_q = n_head * head_dim.
+#include "model/encoder.h"
+
+#include <atomic>
+#include <cmath>
+#include <string>
+
+#include "ops/elementwise.h"
+
+namespace lazyslot {
+namespace {
+
+// Tokens of a sequence attended together: each of a head's K/V rows is read once for all of them.
+constexpr int64_t kAttnTile = 8;
+
+template <typename T>
+void Grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+}  // namespace
+
+Encoder::Encoder(const Model& model, ThreadPool& pool) : model_(model), pool_(pool) {
+  attn_scratch_.resize(pool.n_threads());
+}
+
+Status Encoder::Split(const Batch& b) {
+  const HParams& hp = model_.hparams();
+  const int64_t n = b.size();
+  if (n == 0) return InvalidArgument("encoder: empty batch");
+  if (b.pos.size() != b.tokens.size() || b.slot.size() != b.tokens.size() ||
+      b.output.size() != b.tokens.size()) {
+    return InvalidArgument("encoder: batch arrays differ in length");
+  }
+  seqs_.clear();
+  std::vector<int32_t> seen;
+  for (int64_t i = 0; i < n; ++i) {
+    if (b.tokens[i] < 0 || b.tokens[i] >= hp.n_vocab) {
+      return InvalidArgument("encoder: token id " + std::to_string(b.tokens[i]) + " at batch index " +
+                             std::to_string(i) + " is outside the vocabulary [0, " +
+                             std::to_string(hp.n_vocab) + ")");
+    }
+    if (b.output[i] & Batch::kLogits) {
+      return InvalidArgument("encoder: " + hp.arch + " computes hidden states only, not logits");
+    }
+    const bool starts = i == 0 || b.slot[i] != b.slot[i - 1];
+    if (starts) {
+      for (int32_t s : seen) {
+        if (s == b.slot[i]) {
+          return InvalidArgument("encoder: slot " + std::to_string(s) + " appears twice in one batch");
+        }
+      }
+      seen.push_back(b.slot[i]);
+      seqs_.push_back({i, i});
+    }
+    const int64_t want = i - seqs_.back().begin;
+    if (b.pos[i] != want) {
+      return InvalidArgument("encoder: slot " + std::to_string(b.slot[i]) + " expects position " +
+                             std::to_string(want) + ", got " + std::to_string(b.pos[i]) +
+                             " (an encoder takes whole sequences)");
+    }
+    if (b.pos[i] >= hp.n_ctx_train) {
+      return OutOfRange("encoder: position " + std::to_string(b.pos[i]) + " is past the model's " +
+                        std::to_string(hp.n_ctx_train) + " learned positions");
+    }
+    seqs_.back().end = i + 1;
+  }
+  return Status::Ok();
+}
+
+Status Encoder::Run(const Batch& b, ForwardOutput* out) {
+  LS_RETURN_IF_ERROR(Split(b));
+  const HParams& hp = model_.hparams();
+  const int64_t n = b.size(), n_embd = hp.n_embd;
+  Grow(x_, n * n_embd);
+  Grow(q_, n * hp.n_embd_q());
+  Grow(k_, n * hp.n_embd_kv());
+  Grow(v_, n * hp.n_embd_kv());
+  Grow(attn_, n * hp.n_embd_q());
+  Grow(o_, n * n_embd);
+  Grow(up_, n * hp.n_ff);
+
+  Embed(b);
+  for (int il = 0; il < hp.n_layer; ++il) BertLayer(il, n);
+
+  out->logit_rows.clear();
+  out->logits.clear();
+  out->hidden_rows.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    if (b.output[i] & Batch::kHidden) out->hidden_rows.push_back(static_cast<int32_t>(i));
+  }
+  out->hidden.resize(out->hidden_rows.size() * n_embd);
+  for (size_t r = 0; r < out->hidden_rows.size(); ++r) {
+    const float* x = x_.data() + out->hidden_rows[r] * n_embd;
+    std::copy(x, x + n_embd, out->hidden.begin() + r * n_embd);
+  }
+  return Status::Ok();
+}
+
+void Encoder::Embed(const Batch& b) {
+  const HParams& hp = model_.hparams();
+  const int64_t n = b.size(), n_embd = hp.n_embd;
+  // Every token has type 0, as llama.cpp feeds bert (a pair is told apart by its SEP alone).
+  std::vector<float> type0(n_embd, 0.0f), pos(n_embd);
+  if (model_.token_types().data) GetRow(model_.token_types(), 0, type0.data());
+  for (int64_t i = 0; i < n; ++i) {
+    float* x = x_.data() + i * n_embd;
+    GetRow(model_.token_embd(), b.tokens[i], x);
+    AddInPlace(x, type0.data(), n_embd);
+    GetRow(model_.position_embd(), b.pos[i], pos.data());
+    AddInPlace(x, pos.data(), n_embd);
+    LayerNorm(x, model_.token_embd_norm().data(), model_.token_embd_norm_b().data(), x, n_embd, hp.norm_eps);
+  }
+}
+
+void Encoder::Attend(int64_t n) {
+  const HParams& hp = model_.hparams();
+  const int64_t hd = hp.head_dim, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+  const int group = hp.n_head / hp.n_head_kv;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  // Tasks: (tile of up to kAttnTile tokens of one sequence) x kv head, taken from a shared counter.
+  std::vector<int64_t> tiles;  // first row of each tile; each tile lies in one sequence
+  std::vector<int32_t> tile_seq;
+  for (size_t s = 0; s < seqs_.size(); ++s) {
+    for (int64_t i = seqs_[s].begin; i < seqs_[s].end; i += kAttnTile) {
+      tiles.push_back(i);
+      tile_seq.push_back(static_cast<int32_t>(s));
+    }
+  }
+  const int64_t n_tiles = static_cast<int64_t>(tiles.size());
+  const int64_t n_tasks = n_tiles * hp.n_head_kv;
+  std::atomic<int64_t> next{0};
+  auto attend = [&](int ith, int) {
+    AttentionScratch& scratch = attn_scratch_[ith];
+    int32_t n_keys[kAttnTile];
+    for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < n_tasks;) {
+      const int g = static_cast<int>(t / n_tiles);
+      const int64_t tile = t % n_tiles;
+      const Seq& seq = seqs_[tile_seq[tile]];
+      const int64_t i0 = tiles[tile], i1 = std::min(i0 + kAttnTile, seq.end);
+      KvRows rows;  // the sequence's own K/V rows, f32: no rounding, as llama.cpp without a KV cache
+      rows.type_k = rows.type_v = TensorType::kF32;
+      rows.k = reinterpret_cast<const uint8_t*>(k_.data() + seq.begin * n_kv);
+      rows.v = reinterpret_cast<const uint8_t*>(v_.data() + seq.begin * n_kv);
+      rows.k_row_bytes = rows.v_row_bytes = n_kv * sizeof(float);
+      for (int64_t i = i0; i < i1; ++i) n_keys[i - i0] = static_cast<int32_t>(seq.end - seq.begin);
+      const int64_t off = i0 * n_q + static_cast<int64_t>(g) * group * hd;
+      AttendBatch a;
+      a.q = q_.data() + off;
+      a.q_tok_stride = a.out_tok_stride = n_q;
+      a.q_stride = a.out_stride = hd;
+      a.n_q = group;
+      a.n_kv_heads = 1;
+      a.n_tok = static_cast<int>(i1 - i0);
+      a.n_kv = n_keys;
+      a.out = attn_.data() + off;
+      AttendTokens(AttentionMode::kStandard, a, rows, g, static_cast<int>(hd), scale, scratch);
+    }
+  };
+  if (n * n_kv < 4096) {
+    attend(0, 1);
+  } else {
+    pool_.Run(attend);
+  }
+}
+
+void Encoder::ReleaseScratch() {
+  for (auto* v : {&x_, &q_, &k_, &v_, &attn_, &o_, &up_}) std::vector<float>().swap(*v);
+  for (auto& s : attn_scratch_) s = AttentionScratch{};
+  mm_.Release();
+}
+
+size_t Encoder::scratch_bytes() const {
+  size_t total = mm_.encoded.capacity() + mm_.prepared.capacity();
+  for (const auto* v : {&x_, &q_, &k_, &v_, &attn_, &o_, &up_}) total += v->capacity() * sizeof(float);
+  for (const auto& s : attn_scratch_) {
+    total += (s.scores.capacity() + s.v_row.capacity() + s.q_f.capacity() + s.acc.capacity() +
+              s.state.capacity()) *
+                 sizeof(float) +
+             s.q_enc.capacity();
+  }
+  return total;
+}
+
+}  // namespace lazyslot
