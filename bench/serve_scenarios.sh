@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # Two end-to-end timings against a running server (lazyslot serve or llama-server, same model and flags), for
 # side-by-side figures (docs/bench.md):
-#   embed: TEXTS texts of about WORDS-calibrated 220 tokens, sent as /v1/embeddings requests of 8 inputs,
-#          CONC requests in flight; prints prompt tokens/s (tokens counted by the server's /tokenize).
+#   embed:   64 texts of about 220 tokens (word counts calibrated on the server's /tokenize), sent as
+#            /v1/embeddings requests of 8 inputs, CONC requests in flight; prints prompt tokens/s.
+#   embed45: the same with 256 texts of about 45 tokens in requests of 32.
 #   seed:  one /v1/completions request of a ~2,260-token prompt plus 64 generated tokens (greedy,
 #          ignore_eos); prints the wall time of the whole request.
-# Usage: bench/serve_scenarios.sh URL embed|seed [REPEATS] [CONC]
+# Usage: bench/serve_scenarios.sh URL embed|embed45|seed [REPEATS] [CONC]
 #   lazyslot serve -m qwen3-0.6b-q8_0.gguf --embeddings --pooling last -np 2 -c 16384 --port 8080 &
 #   bench/serve_scenarios.sh http://127.0.0.1:8080 embed 3
 # The texts are the same words for every server (a fixed pseudo-random sequence), so both get the same
 # tokens when they share the GGUF's tokenizer. Needs python3 (standard library only).
 set -euo pipefail
-URL=${1:?usage: serve_scenarios.sh URL embed|seed [REPEATS] [CONC]}
-WHAT=${2:?usage: serve_scenarios.sh URL embed|seed [REPEATS] [CONC]}
+URL=${1:?usage: serve_scenarios.sh URL embed|embed45|seed [REPEATS] [CONC]}
+WHAT=${2:?usage: serve_scenarios.sh URL embed|embed45|seed [REPEATS] [CONC]}
 REPEATS=${3:-3}
 CONC=${4:-1}
 
@@ -57,11 +58,12 @@ def words_for(tokens, seed):
             hi = mid
     return lo
 
-if what == "embed":
-    n_words = words_for(220, 1)
-    texts = [text(1 + i, n_words) for i in range(64)]
+if what in ("embed", "embed45"):
+    tokens, n_texts, per_request = (220, 64, 8) if what == "embed" else (45, 256, 32)
+    n_words = words_for(tokens, 1)
+    texts = [text(1 + i, n_words) for i in range(n_texts)]
     total = sum(n_tokens(t) for t in texts)
-    requests = [texts[i:i + 8] for i in range(0, len(texts), 8)]
+    requests = [texts[i:i + per_request] for i in range(0, len(texts), per_request)]
     post("/v1/embeddings", {"input": texts[:2]})  # warm-up
     rates = []
     for r in range(repeats):
@@ -80,9 +82,9 @@ if what == "embed":
         for t in threads: t.join()
         dt = time.monotonic() - t0
         rates.append(total / dt)
-        print(f"embed round {r + 1}: {len(texts)} texts, {total} tokens ({total / len(texts):.0f} per text), "
+        print(f"{what} round {r + 1}: {len(texts)} texts, {total} tokens ({total / len(texts):.0f} per text), "
               f"{dt:.2f} s, {total / dt:.1f} tokens/s", flush=True)
-    print(f"embed median: {statistics.median(rates):.1f} tokens/s ({conc} request(s) in flight)")
+    print(f"{what} median: {statistics.median(rates):.1f} tokens/s ({conc} request(s) in flight)")
 elif what == "seed":
     n_words = words_for(2260, 7)
     prompt = text(7, n_words)
@@ -98,5 +100,5 @@ elif what == "seed":
               f"tokens in {dt:.2f} s", flush=True)
     print(f"seed median: {statistics.median(times):.2f} s")
 else:
-    raise SystemExit("what: embed or seed")
+    raise SystemExit("what: embed, embed45 or seed")
 PY

@@ -1,5 +1,5 @@
-// `lazyslot synth`: writes a random-weight GGUF (llama, qwen2 or qwen3) that both lazyslot and llama.cpp
-// load, with a synthetic byte-level BPE vocabulary or the tokenizer copied from another GGUF.
+// `lazyslot synth`: writes a random-weight GGUF (llama, qwen2, qwen3 or bert) that both lazyslot and
+// llama.cpp load, with a synthetic byte-level BPE vocabulary or the tokenizer copied from another GGUF.
 #include <unistd.h>
 
 #include <cstdio>
@@ -31,9 +31,12 @@ struct SynthOptions {
 
 Status BuildShape(const SynthOptions& o, SynthShape* s) {
   s->arch = o.arch;
-  const std::string preset = o.preset.empty() ? "tiny" : o.preset;
+  const std::string preset = !o.preset.empty() ? o.preset : o.arch == "bert" ? "bge-small" : "tiny";
   if (!ApplyPreset(preset, s)) {
-    return InvalidArgument("--preset must be tiny or qwen3-0.6b, got '" + o.preset + "'");
+    return InvalidArgument("--preset must be tiny, qwen3-0.6b or bge-small, got '" + o.preset + "'");
+  }
+  if ((s->arch == "bert") != (o.arch == "bert") && o.arch != "qwen3") {
+    return InvalidArgument("--preset " + preset + " is a " + s->arch + ", not a " + o.arch);
   }
   if (o.arch == "llama" && o.rope_base == 0) s->rope_base = 10000.0f;
   if (o.arch == "llama" && o.eps == 0) s->eps = 1e-5f;
@@ -112,11 +115,13 @@ void AddSynthCommand(CLI::App& root, int* exit_code) {
   auto o = std::make_shared<SynthOptions>();
   CLI::App* sub =
       root.add_subcommand("synth", "Write a random-weight GGUF model (for demos, tests and benchmarks)");
-  sub->add_option("--arch", o->arch, "Architecture: llama, qwen2 or qwen3")
-      ->check(CLI::IsMember({"llama", "qwen2", "qwen3"}))
+  sub->add_option("--arch", o->arch, "Architecture: llama, qwen2, qwen3 or bert")
+      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "bert"}))
       ->capture_default_str();
-  sub->add_option("--preset", o->preset, "Shape preset: tiny (default) or qwen3-0.6b")
-      ->check(CLI::IsMember({"tiny", "qwen3-0.6b"}));
+  sub->add_option(
+         "--preset", o->preset,
+         "Shape preset: tiny (default), qwen3-0.6b or bge-small (a bert; the default for --arch bert)")
+      ->check(CLI::IsMember({"tiny", "qwen3-0.6b", "bge-small"}));
   sub->add_option("--type", o->type, "Weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k")
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Seed of the deterministic weights")->capture_default_str();

@@ -72,7 +72,38 @@ struct TensorPlan {
   Init init;
 };
 
+// bert (arch_bert.cpp): learned positions and token types (kept F32, as llama.cpp's quantizer keeps them),
+// LayerNorms with biases, biases on every projection, no gate, no output norm.
+std::vector<TensorPlan> PlanBertTensors(const SynthShape& s) {
+  const int64_t q_dim = s.n_head * s.head_dim;
+  std::vector<TensorPlan> p;
+  p.push_back({"token_embd.weight", s.n_embd, s.n_vocab, true, Init::kMatrix});
+  p.push_back({"token_types.weight", s.n_embd, 2, false, Init::kMatrix});
+  p.push_back({"position_embd.weight", s.n_embd, s.n_ctx, false, Init::kMatrix});
+  p.push_back({"token_embd_norm.weight", s.n_embd, 0, false, Init::kNorm});
+  p.push_back({"token_embd_norm.bias", s.n_embd, 0, false, Init::kBias});
+  for (int64_t il = 0; il < s.n_layer; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".";
+    for (const char* m : {"attn_q", "attn_k", "attn_v"}) {
+      p.push_back({b + m + ".weight", s.n_embd, q_dim, true, Init::kMatrix});
+      p.push_back({b + m + ".bias", q_dim, 0, false, Init::kBias});
+    }
+    p.push_back({b + "attn_output.weight", q_dim, s.n_embd, true, Init::kMatrix});
+    p.push_back({b + "attn_output.bias", s.n_embd, 0, false, Init::kBias});
+    p.push_back({b + "attn_output_norm.weight", s.n_embd, 0, false, Init::kNorm});
+    p.push_back({b + "attn_output_norm.bias", s.n_embd, 0, false, Init::kBias});
+    p.push_back({b + "ffn_up.weight", s.n_embd, s.n_ff, true, Init::kMatrix});
+    p.push_back({b + "ffn_up.bias", s.n_ff, 0, false, Init::kBias});
+    p.push_back({b + "ffn_down.weight", s.n_ff, s.n_embd, true, Init::kMatrix});
+    p.push_back({b + "ffn_down.bias", s.n_embd, 0, false, Init::kBias});
+    p.push_back({b + "layer_output_norm.weight", s.n_embd, 0, false, Init::kNorm});
+    p.push_back({b + "layer_output_norm.bias", s.n_embd, 0, false, Init::kBias});
+  }
+  return p;
+}
+
 std::vector<TensorPlan> PlanTensors(const SynthShape& s) {
+  if (s.arch == "bert") return PlanBertTensors(s);
   const int64_t q_dim = s.n_head * s.head_dim;
   const int64_t kv_dim = s.n_head_kv * s.head_dim;
   std::vector<TensorPlan> p;
@@ -121,6 +152,21 @@ bool ApplyPreset(const std::string& preset, SynthShape* s) {
     s->tied = true;
     return true;
   }
+  if (preset == "bge-small") {  // BAAI/bge-small-en-v1.5's shape (bert, cls pooling)
+    s->arch = "bert";
+    s->name = "bge-small";
+    s->n_embd = 384;
+    s->n_layer = 12;
+    s->n_head = 12;
+    s->n_head_kv = 12;
+    s->head_dim = 32;
+    s->n_ff = 1536;
+    s->n_vocab = 30522;
+    s->n_ctx = 512;
+    s->eps = 1e-12f;
+    s->tied = true;
+    return true;
+  }
   if (preset == "qwen3-0.6b") {
     s->name = "qwen3-0.6b";
     s->n_embd = 1024;
@@ -140,8 +186,12 @@ bool ApplyPreset(const std::string& preset, SynthShape* s) {
 }
 
 Status ValidateSynth(const SynthShape& s, TensorType type) {
-  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3") {
-    return InvalidArgument("--arch must be llama, qwen2 or qwen3, got '" + s.arch + "'");
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "bert") {
+    return InvalidArgument("--arch must be llama, qwen2, qwen3 or bert, got '" + s.arch + "'");
+  }
+  if (s.arch == "bert" && s.n_head_kv != s.n_head) {
+    return InvalidArgument("bert has as many kv heads as heads (--n-head-kv " + std::to_string(s.n_head_kv) +
+                           ", --n-head " + std::to_string(s.n_head) + ")");
   }
   const std::pair<const char*, int64_t> sizes[] = {{"--n-embd", s.n_embd},     {"--n-layer", s.n_layer},
                                                    {"--n-head", s.n_head},     {"--n-head-kv", s.n_head_kv},
@@ -157,9 +207,9 @@ Status ValidateSynth(const SynthShape& s, TensorType type) {
                            std::to_string(s.n_head_kv) + ")");
   }
   if (s.head_dim % 2 != 0) return InvalidArgument("--head-dim must be even (RoPE rotates pairs)");
-  if (s.arch == "qwen2" && s.n_head * s.head_dim != s.n_embd) {
-    return InvalidArgument("qwen2 needs n_head * head_dim == n_embd (" + std::to_string(s.n_head) + " * " +
-                           std::to_string(s.head_dim) + " != " + std::to_string(s.n_embd) + ")");
+  if ((s.arch == "qwen2" || s.arch == "bert") && s.n_head * s.head_dim != s.n_embd) {
+    return InvalidArgument(s.arch + " needs n_head * head_dim == n_embd (" + std::to_string(s.n_head) +
+                           " * " + std::to_string(s.head_dim) + " != " + std::to_string(s.n_embd) + ")");
   }
   if (!(s.eps > 0) || !(s.rope_base > 0)) return InvalidArgument("--eps and --rope-base must be positive");
   if (type != TensorType::kF32 && !quant::CanQuantize(type)) {
@@ -220,9 +270,15 @@ Status AddSynthModel(const SynthShape& s, TensorType type, uint64_t seed, gguf::
   w->SetU32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
   w->SetU32(a + ".attention.key_length", static_cast<uint32_t>(s.head_dim));
   w->SetU32(a + ".attention.value_length", static_cast<uint32_t>(s.head_dim));
-  w->SetF32(a + ".attention.layer_norm_rms_epsilon", s.eps);
-  w->SetF32(a + ".rope.freq_base", s.rope_base);
-  w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(s.head_dim));
+  if (s.arch == "bert") {
+    w->SetF32(a + ".attention.layer_norm_epsilon", s.eps);
+    w->SetBool(a + ".attention.causal", false);
+    w->SetU32(a + ".pooling_type", 2);  // cls, as bge
+  } else {
+    w->SetF32(a + ".attention.layer_norm_rms_epsilon", s.eps);
+    w->SetF32(a + ".rope.freq_base", s.rope_base);
+    w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(s.head_dim));
+  }
   w->SetU64("lazyslot.synth.seed", seed);
 
   for (const TensorPlan& t : PlanTensors(s)) {

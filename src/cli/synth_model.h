@@ -12,7 +12,7 @@
 namespace lazyslot::cli {
 
 struct SynthShape {
-  std::string arch = "qwen3";  // llama | qwen2 | qwen3
+  std::string arch = "qwen3";  // llama | qwen2 | qwen3 | bert
   std::string name = "tiny";   // preset name, for general.name
   int64_t n_embd = 256;
   int64_t n_layer = 4;
@@ -27,7 +27,7 @@ struct SynthShape {
   bool tied = true;
 };
 
-// Fills `shape` from a preset name ("tiny", "qwen3-0.6b"); false if unknown.
+// Fills `shape` from a preset name ("tiny", "qwen3-0.6b", "bge-small": a bert); false if unknown.
 bool ApplyPreset(const std::string& preset, SynthShape* shape);
 
 // Checks the shape for `type` (positive sizes, GQA divisibility, row lengths multiple of the block size).

@@ -1,5 +1,5 @@
-// Tokenizer::FromGguf and the one implementation behind it: special-token partition, then SPM or byte-level
-// BPE per text fragment; pieces and detokenization with llama.cpp's rules (FORMATS.md 5).
+// Tokenizer::FromGguf and the one implementation behind it: special-token partition, then SPM, byte-level
+// BPE or WPM per text fragment; pieces and detokenization with llama.cpp's rules (FORMATS.md 5).
 #include "tokenizer/tokenizer.h"
 
 #include <chrono>
@@ -22,6 +22,7 @@ class VocabTokenizer final : public Tokenizer {
 
   Result<std::vector<TokenId>> Tokenize(std::string_view text, bool add_special,
                                         bool parse_special) const override {
+    if (v_.type == VocabType::kWpm) return TokenizeWpm(text, add_special, parse_special);
     std::vector<TokenId> out;
     out.reserve(text.size() / 3 + 4);
     if (add_special && v_.add_bos) out.push_back(v_.bos);
@@ -84,6 +85,9 @@ class VocabTokenizer final : public Tokenizer {
   TokenId bos() const override { return v_.bos; }
   TokenId eos() const override { return v_.eos; }
   bool add_bos() const override { return v_.add_bos; }
+  bool add_eos() const override { return v_.add_eos; }
+  TokenId sep() const override { return v_.sep; }
+  bool add_sep() const override { return v_.add_sep; }
   bool IsEog(TokenId id) const override { return v_.Valid(id) && v_.is_eog[id]; }
   bool IsControl(TokenId id) const override {
     return v_.Valid(id) && (v_.attr[id] & (tok::kAttrControl | tok::kAttrUnknown | tok::kAttrUnused));
@@ -94,6 +98,34 @@ class VocabTokenizer final : public Tokenizer {
   }
 
  private:
+  // llama.cpp frames every WPM text as [CLS] text [SEP] under add_special, whatever add_bos / add_eos /
+  // add_sep say: BOS first, then SEP (not EOS) last.
+  Result<std::vector<TokenId>> TokenizeWpm(std::string_view text, bool add_special,
+                                           bool parse_special) const {
+    std::vector<TokenId> out;
+    out.reserve(text.size() / 4 + 4);
+    if (add_special) {
+      if (v_.bos < 0) {
+        return Corrupt("WPM tokenizer: add_special needs a [CLS] token (tokenizer.ggml.bos_token_id)");
+      }
+      out.push_back(v_.bos);
+    }
+    for (const tok::Fragment& f : tok::PartitionSpecial(v_, text, parse_special)) {
+      if (f.token >= 0) {
+        out.push_back(f.token);
+      } else {
+        LS_RETURN_IF_ERROR(tok::WpmEncode(v_, text.substr(f.offset, f.length), &out));
+      }
+    }
+    if (add_special) {
+      if (v_.sep < 0) {
+        return Corrupt("WPM tokenizer: add_special needs a [SEP] token (tokenizer.ggml.seperator_token_id)");
+      }
+      out.push_back(v_.sep);
+    }
+    return out;
+  }
+
   Vocab v_;
   std::vector<TokenId> spm_bytes_;
   tok::BpeMerges bpe_;
@@ -108,14 +140,24 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::File& file) {
   tok::BpeMerges bpe;
   if (vocab.type == VocabType::kSpm) {
     spm_bytes = tok::SpmByteTokens(vocab);
-  } else {
+  } else if (vocab.type == VocabType::kBpe) {
     LS_RETURN_IF_ERROR(bpe.Load(file, vocab));
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  LS_LOG_INFO("tokenizer: %s%s%s, %d tokens, %zu merges, bos %d (add %d), eos %d, %.1f ms",
-              vocab.type == VocabType::kSpm ? "SPM" : "BPE", vocab.type == VocabType::kBpe ? " pre " : "",
-              vocab.type == VocabType::kBpe ? tok::PreTypeName(vocab.pre) : "", vocab.n_vocab(), bpe.size(),
-              vocab.bos, vocab.add_bos ? 1 : 0, vocab.eos, ms);
+  if (vocab.type == VocabType::kWpm) {
+    LS_LOG_INFO(
+        "tokenizer: WPM, %d tokens, cls/bos %d, sep %d, eos %d, unk %d, add bos/eos/sep %d/%d/%d, lowercase "
+        "%d, "
+        "strip accents %d, %.1f ms",
+        vocab.n_vocab(), vocab.bos, vocab.sep, vocab.eos, vocab.unk, vocab.add_bos ? 1 : 0,
+        vocab.add_eos ? 1 : 0, vocab.add_sep ? 1 : 0, vocab.lowercase ? 1 : 0, vocab.strip_accents ? 1 : 0,
+        ms);
+  } else {
+    LS_LOG_INFO("tokenizer: %s%s%s, %d tokens, %zu merges, bos %d (add %d), eos %d, %.1f ms",
+                vocab.type == VocabType::kSpm ? "SPM" : "BPE", vocab.type == VocabType::kBpe ? " pre " : "",
+                vocab.type == VocabType::kBpe ? tok::PreTypeName(vocab.pre) : "", vocab.n_vocab(), bpe.size(),
+                vocab.bos, vocab.add_bos ? 1 : 0, vocab.eos, ms);
+  }
   return std::unique_ptr<Tokenizer>(
       new VocabTokenizer(std::move(vocab), std::move(spm_bytes), std::move(bpe)));
 }

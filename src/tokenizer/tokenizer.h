@@ -1,5 +1,6 @@
-// Tokenizer built from a GGUF's tokenizer.* metadata: SentencePiece-style (`llama`) and byte-level BPE
-// (`gpt2`, pre-tokenizers qwen2 / llama-bpe / gpt-2). Facts: ../shared/FORMATS.md section 5.
+// Tokenizer built from a GGUF's tokenizer.* metadata: SentencePiece-style (`llama`), byte-level BPE
+// (`gpt2`, pre-tokenizers qwen2 / llama-bpe / gpt-2) and WordPiece (`bert`, WPM). Facts: ../shared/FORMATS.md
+// section 5.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +24,8 @@ class Tokenizer {
   // Reads tokenizer.ggml.* keys. Errors name the key that is missing or malformed.
   static Result<std::unique_ptr<Tokenizer>> FromGguf(const gguf::File& file);
 
-  // add_special: BOS/EOS as the metadata asks. parse_special: control tokens in the text become tokens.
+  // add_special: BOS/EOS as the metadata asks (WPM: always [CLS] first and [SEP] last, as llama.cpp does).
+  // parse_special: control tokens in the text become tokens.
   virtual Result<std::vector<TokenId>> Tokenize(std::string_view text, bool add_special,
                                                 bool parse_special) const = 0;
   // Bytes of one token (may be partial UTF-8 for byte tokens). Control tokens render only if render_special.
@@ -36,6 +38,9 @@ class Tokenizer {
   virtual TokenId bos() const = 0;  // -1 if none
   virtual TokenId eos() const = 0;  // -1 if none
   virtual bool add_bos() const = 0;
+  virtual bool add_eos() const = 0;
+  virtual TokenId sep() const = 0;   // BERT's [SEP] (tokenizer.ggml.seperator_token_id), -1 if none
+  virtual bool add_sep() const = 0;  // tokenizer.ggml.add_sep_token: pairs get a SEP between them
   virtual bool IsEog(TokenId id) const = 0;      // end of generation (eos, eot, <|im_end|>, ...)
   virtual bool IsControl(TokenId id) const = 0;  // control/unknown/unused: not normal text
   virtual const std::string& TokenText(TokenId id) const = 0;  // raw vocab entry

@@ -1,5 +1,6 @@
-// The two encoders behind Tokenizer: SentencePiece-style score merging with byte fallback (FORMATS.md 5a) and
-// byte-level BPE with rank merging (5b). Both work on one raw-text fragment left by the special partition.
+// The encoders behind Tokenizer: SentencePiece-style score merging with byte fallback (FORMATS.md 5a),
+// byte-level BPE with rank merging (5b) and WordPiece (WPM, BERT). Each works on one raw-text fragment left
+// by the special partition.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,15 @@ std::vector<TokenId> SpmByteTokens(const Vocab& vocab);
 // token.
 Status SpmEncode(const Vocab& vocab, const std::vector<TokenId>& byte_tokens, std::string_view text,
                  std::vector<TokenId>* out);
+
+// WPM: BERT's basic tokenizer as llama.cpp runs it (optional first-code-point NFD and accent stripping,
+// lower-casing, split at whitespace, punctuation, ASCII symbols and CJK ideographs; controls dropped).
+// Appends each word (UTF-8, never empty) to *words.
+void WpmSplitWords(const Vocab& vocab, std::string_view text, std::vector<std::string>* words);
+// WPM: splits one fragment into words and appends the greedy longest-match pieces of each (U+2581 + word,
+// continuations stored without "##"), or one [UNK] for a word that cannot be covered. Fails only when such a
+// word occurs and the vocabulary has no unknown token.
+Status WpmEncode(const Vocab& vocab, std::string_view text, std::vector<TokenId>* out);
 
 // Merge table of a byte-level BPE vocabulary, keyed by the ids of the two halves. Strings that occur in
 // merges but are not tokens get ids >= n_vocab, so merging never needs string operations.

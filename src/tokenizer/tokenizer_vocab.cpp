@@ -233,9 +233,16 @@ Result<Vocab> LoadVocab(const gguf::File& file) {
     } else if (v.pre == PreType::kQwen2) {
       v.clean_spaces = false;
     }
+  } else if (model == "bert") {
+    // llama.cpp's WPM defaults: [CLS] 101 as BOS, no EOS, [UNK] 100, [SEP] 102 (pad 0 and mask 103 are not
+    // used here). tokenizer.ggml.pre is not consulted for WPM.
+    v.type = VocabType::kWpm;
+    v.bos = 101, v.unk = 100, v.sep = 102;
+    v.add_bos = true, v.add_sep = true;
+    v.clean_spaces = true;
   } else {
     return Unimplemented("tokenizer metadata: " + std::string(kKeyModel) + " = '" + model +
-                         "' is not supported (supported: llama, gpt2)");
+                         "' is not supported (supported: llama, gpt2, bert)");
   }
   LS_ASSIGN_OR_RETURN(v.add_space_prefix,
                       file.GetBoolOr("tokenizer.ggml.add_space_prefix", v.add_space_prefix));
@@ -256,6 +263,7 @@ Result<Vocab> LoadVocab(const gguf::File& file) {
   v.text_to_id.Reserve(n);
   for (size_t i = 0; i < n; ++i) {
     if (v.text[i].empty()) v.text[i] = "[EMPTY_" + std::to_string(i) + "]";
+    v.max_token_len = std::max(v.max_token_len, v.text[i].size());
     const int32_t first = v.text_to_id.Insert(v.text, static_cast<int32_t>(i));
     if (first != static_cast<int32_t>(i)) {
       return KeyError(kKeyTokens, "has a duplicate token '" + v.text[i] + "' at ids " +
@@ -292,7 +300,7 @@ Result<Vocab> LoadVocab(const gguf::File& file) {
 
   // Special ids: defaults outside the vocabulary are disabled, then the keys override.
   const int32_t nv = v.n_vocab();
-  for (TokenId* id : {&v.bos, &v.eos, &v.unk}) {
+  for (TokenId* id : {&v.bos, &v.eos, &v.unk, &v.sep}) {
     if (*id >= nv) *id = -1;
   }
   LS_RETURN_IF_ERROR(ReadSpecialId(file, "tokenizer.ggml.bos_token_id", nv, &v.bos));
@@ -300,12 +308,23 @@ Result<Vocab> LoadVocab(const gguf::File& file) {
   LS_RETURN_IF_ERROR(ReadSpecialId(file, "tokenizer.ggml.eot_token_id", nv, &v.eot));
   LS_RETURN_IF_ERROR(ReadSpecialId(file, "tokenizer.ggml.eom_token_id", nv, &v.eom));
   LS_RETURN_IF_ERROR(ReadSpecialId(file, "tokenizer.ggml.unknown_token_id", nv, &v.unk));
+  // llama.cpp's spelling of the key.
+  LS_RETURN_IF_ERROR(ReadSpecialId(file, "tokenizer.ggml.seperator_token_id", nv, &v.sep));
+  LS_ASSIGN_OR_RETURN(v.add_sep, file.GetBoolOr("tokenizer.ggml.add_sep_token", v.add_sep));
   LS_ASSIGN_OR_RETURN(v.add_bos, file.GetBoolOr("tokenizer.ggml.add_bos_token", v.add_bos));
   LS_ASSIGN_OR_RETURN(v.add_eos, file.GetBoolOr("tokenizer.ggml.add_eos_token", v.add_eos));
-  if (v.add_bos && v.bos < 0) {
+  if (v.type == VocabType::kWpm) {
+    // BertNormalizer options; strip_accents follows lowercase unless set.
+    LS_ASSIGN_OR_RETURN(v.lowercase, file.GetBoolOr("tokenizer.ggml.normalizer.lowercase", v.lowercase));
+    LS_ASSIGN_OR_RETURN(v.strip_accents,
+                        file.GetBoolOr("tokenizer.ggml.normalizer.strip_accents", v.lowercase));
+  }
+  // WPM frames with [CLS]/[SEP] whatever add_bos/add_eos say (llama.cpp), and callers that frame pairs fall
+  // back from EOS to SEP, so the two checks below are for SPM and BPE only.
+  if (v.type != VocabType::kWpm && v.add_bos && v.bos < 0) {
     return Corrupt("tokenizer metadata: tokenizer.ggml.add_bos_token is true but there is no BOS token id");
   }
-  if (v.add_eos && v.eos < 0) {
+  if (v.type != VocabType::kWpm && v.add_eos && v.eos < 0) {
     return Corrupt("tokenizer metadata: tokenizer.ggml.add_eos_token is true but there is no EOS token id");
   }
 

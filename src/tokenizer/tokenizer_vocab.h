@@ -1,6 +1,6 @@
-// Vocabulary shared by the SPM and BPE tokenizers: token texts/scores/attributes read from tokenizer.ggml.*,
-// special ids and flags with llama.cpp's defaults, the special-token partition and the EOG set (FORMATS.md
-// 5).
+// Vocabulary shared by the SPM, BPE and WPM tokenizers: token texts/scores/attributes read from
+// tokenizer.ggml.*, special ids and flags with llama.cpp's defaults, the special-token partition and the EOG
+// set (FORMATS.md 5).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,7 @@ enum TokenAttr : uint8_t {
   kAttrByte = 1 << 5,
 };
 
-enum class VocabType { kSpm, kBpe };
+enum class VocabType { kSpm, kBpe, kWpm };  // llama, gpt2, bert
 
 // Open-addressing hash index over strings stored elsewhere (texts[i]): it keeps only (hash tag, index), so
 // building it for a 150k-token vocabulary costs no allocation per entry. The caller passes the same `texts`
@@ -68,9 +68,13 @@ struct Vocab {
   std::vector<uint8_t> attr;      // [n_vocab] TokenAttr bits
   TextIndex text_to_id;           // over `text`
 
-  TokenId bos = -1, eos = -1, eot = -1, eom = -1, unk = -1;
-  bool add_bos = false, add_eos = false, add_space_prefix = false;
+  TokenId bos = -1, eos = -1, eot = -1, eom = -1, unk = -1, sep = -1;
+  bool add_bos = false, add_eos = false, add_sep = false, add_space_prefix = false;
   bool ignore_merges = false, clean_spaces = false;
+  // WPM (BertNormalizer): tokenizer.ggml.normalizer.lowercase (default true) and .strip_accents (default: the
+  // lowercase value). Only the WPM tokenizer reads them.
+  bool lowercase = true, strip_accents = true;
+  size_t max_token_len = 0;  // longest token text in bytes (bounds WPM's longest-match search)
 
   std::vector<TokenId> special_tokens;  // control/user-defined/unknown ids, longest text first
   std::vector<uint8_t> is_eog;          // [n_vocab] 1 for end-of-generation tokens

@@ -140,4 +140,45 @@ void AppendByteEncoded(std::string_view bytes, std::string* out) {
   for (char c : bytes) AppendUtf8(m.to_cp[static_cast<uint8_t>(c)], out);
 }
 
+bool IsWhiteSpace(uint32_t cp) {
+  if (cp < 0x80) return cp == ' ' || (cp >= 0x09 && cp <= 0x0D);
+  return std::binary_search(kWhiteSpace, kWhiteSpace + kWhiteSpaceCount, cp);
+}
+
+WpmClass WpmClassOf(uint32_t cp) {
+  if (cp > kMaxCodePoint) return kWpmKeep;
+  // Last run starting at or before cp (the first run starts at 0).
+  const WpmClassRun* end = kWpmClassRuns + kWpmClassRunCount;
+  const WpmClassRun* it =
+      std::upper_bound(kWpmClassRuns, end, cp, [](uint32_t c, const WpmClassRun& r) { return c < r.first; });
+  return (it - 1)->cls;
+}
+
+uint32_t NfdFirst(uint32_t cp) {
+  if (cp < 0xC0) return cp;  // nothing below U+00C0 decomposes
+  const NfdFirstRange* end = kNfdFirstRanges + kNfdFirstRangeCount;
+  const NfdFirstRange* it = std::upper_bound(kNfdFirstRanges, end, cp,
+                                             [](uint32_t c, const NfdFirstRange& r) { return c < r.first; });
+  if (it == kNfdFirstRanges) return cp;
+  --it;
+  return cp <= it->last ? it->value : cp;
+}
+
+uint32_t ToLower(uint32_t cp) {
+  if (cp < 0x80) return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
+  const CasePair* end = kLowerCasePairs + kLowerCasePairCount;
+  const CasePair* it =
+      std::lower_bound(kLowerCasePairs, end, cp, [](const CasePair& p, uint32_t c) { return p.from < c; });
+  return it != end && it->from == cp ? it->to : cp;
+}
+
+bool IsCjkIdeograph(uint32_t cp) {
+  // CJK Unified Ideographs, Extension A, B, C, D, E-F (from U+2B920, as Hugging Face's code has it, not
+  // U+2B820), Compatibility Ideographs and their Supplement.
+  return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
+         (cp >= 0x20000 && cp <= 0x2A6DF) || (cp >= 0x2A700 && cp <= 0x2B73F) ||
+         (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B920 && cp <= 0x2CEAF) ||
+         (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
+}
+
 }  // namespace lazyslot::unicode

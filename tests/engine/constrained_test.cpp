@@ -34,6 +34,9 @@ class ByteTokenizer : public Tokenizer {
   TokenId bos() const override { return -1; }
   TokenId eos() const override { return kEog; }
   bool add_bos() const override { return false; }
+  bool add_eos() const override { return false; }
+  TokenId sep() const override { return -1; }
+  bool add_sep() const override { return false; }
   bool IsEog(TokenId id) const override { return id == kEog; }
   bool IsControl(TokenId id) const override { return id == kEog; }
   const std::string& TokenText(TokenId id) const override { return text_[id]; }

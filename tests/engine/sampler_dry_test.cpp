@@ -54,6 +54,9 @@ class FakeTokenizer : public Tokenizer {
   TokenId bos() const override { return -1; }
   TokenId eos() const override { return -1; }
   bool add_bos() const override { return false; }
+  bool add_eos() const override { return false; }
+  TokenId sep() const override { return -1; }
+  bool add_sep() const override { return false; }
   bool IsEog(TokenId) const override { return false; }
   bool IsControl(TokenId) const override { return false; }
   const std::string& TokenText(TokenId id) const override { return vocab_[id]; }
