@@ -190,6 +190,11 @@ Status RunBench(const BenchOptions& o) {
   Progress progress;
   progress.Show("loading " + o.model);
   LS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(o.model));
+  if (model->arch().encoder) {
+    return Unimplemented(o.model + " is an encoder (" + model->hparams().arch +
+                         "), which this command cannot run: serve it with --embeddings or --rerank "
+                         "(bench/embed_side_by_side.sh measures it)");
+  }
   const HParams& hp = model->hparams();
   const int max_test = std::max(*std::max_element(o.n_prompt.begin(), o.n_prompt.end()),
                                 *std::max_element(o.n_gen.begin(), o.n_gen.end()));

@@ -51,6 +51,11 @@ Result<nlohmann::json> Eval(const EvalOptions& o) {
     return InvalidArgument("--embed must be mean, last or cls, got '" + o.embed + "'");
   }
   LS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(o.model));
+  if (model->arch().encoder) {
+    return Unimplemented(o.model + " is an encoder (" + model->hparams().arch +
+                         "), which this command cannot run: serve it with --embeddings or --rerank "
+                         "(bench/embed_side_by_side.sh measures it)");
+  }
   const HParams& hp = model->hparams();
   KvConfig kc;
   kc.n_layer = hp.n_layer;

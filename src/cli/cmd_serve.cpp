@@ -34,6 +34,7 @@ namespace {
 struct ServeFlags {
   server::ServerOptions opts;
   std::string pooling = "";
+  bool rerank = false;  // --rerank/--reranking (= --pooling rank): the rerank routes, engine pooling kRank
   std::string chat_template;
   std::string chat_template_file;
   bool jinja = false;    // accepted for llama-server compatibility: templates are always Jinja here
@@ -257,11 +258,20 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
   }
   if (!f->pooling.empty()) {
     PoolingType p;
-    if (!ParsePooling(f->pooling, &p) || p == PoolingType::kRank) {
-      return InvalidArgument("--pooling must be none, mean, cls or last, got '" + f->pooling + "'");
+    if (!ParsePooling(f->pooling, &p)) {
+      return InvalidArgument("--pooling must be none, mean, cls, last or rank, got '" + f->pooling + "'");
+    }
+    if (f->rerank && p != PoolingType::kRank) {
+      return InvalidArgument("--rerank cannot be combined with --pooling " + f->pooling +
+                             " (reranking scores with the classifier head: pooling rank)");
     }
     o.engine.pooling = p;
     o.pooling_none = p == PoolingType::kNone;
+    f->rerank = f->rerank || p == PoolingType::kRank;
+  }
+  if (f->rerank) {  // as llama-server's --reranking: embeddings on, rank pooling
+    o.engine.pooling = PoolingType::kRank;
+    o.engine.embeddings = true;
   }
   if (!f->chat_template_file.empty()) {
     LS_ASSIGN_OR_RETURN(o.chat_template, ReadFile(f->chat_template_file));
@@ -419,10 +429,31 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
                   "File of API keys, one per line (blank lines and #comments ignored)");
   sub->add_flag("--metrics-no-auth", o.metrics_no_auth, "GET /metrics answers without an API key");
   sub->add_flag("-v,--verbose", f->verbose, "Debug logging (per-request details such as grammar statistics)");
-  sub->add_flag("--embeddings,--embedding", o.engine.embeddings, "Serve /v1/embeddings");
+  sub->add_flag("--embeddings,--embedding", o.engine.embeddings,
+                "Serve embeddings: /v1/embeddings, /embedding, and TEI's /embed and /embed_all");
+  sub->add_flag("--rerank,--reranking", f->rerank,
+                "Serve reranking with the model's classifier head: /v1/rerank, /rerank (Jina, Cohere and TEI "
+                "shapes); = --pooling rank");
   sub->add_option("--pooling", f->pooling,
-                  "Embedding pooling: none, mean, cls or last (default: the model's, else mean)")
-      ->check(CLI::IsMember({"none", "mean", "cls", "last"}));
+                  "Embedding pooling: none, mean, cls, last or rank (default: the model's, else mean)")
+      ->check(CLI::IsMember({"none", "mean", "cls", "last", "rank"}));
+  sub->add_option("--embd-normalize", o.embd_normalize,
+                  "Default normalisation of /v1/embeddings and /embedding: -1 none, 0 max-abs int16, "
+                  "1 taxicab, 2 euclidean, >2 p-norm")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 100));
+  sub->add_flag("--auto-truncate", o.auto_truncate,
+                "Cut embedding and rerank inputs longer than a slot instead of refusing them (a request's "
+                "\"truncate\": false still refuses)");
+  sub->add_option("--max-client-batch-size", o.max_client_batch_size,
+                  "Most inputs (or documents) in one embedding or rerank request; more get 413 (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 30));
+  sub->add_option("--max-batch-tokens", o.max_batch_tokens,
+                  "Most tokens in one embedding or rerank request, all inputs together; more get 413 "
+                  "(0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   sub->add_option(
       "--chat-template", f->chat_template,
       "Chat template: chatml, llama2, llama3, a Jinja file, or Jinja source (default: the model's)");
@@ -472,7 +503,8 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
       "llama-server spellings also accepted: -np N (= --parallel N), -ctk/-ctv T (= --cache-type-k/v T),\n"
       "-fa X (= --flash-attn X), -t N (= --threads N), -to N (= --timeout N), -ngl N (ignored: CPU only).\n"
       "Routes: POST /v1/chat/completions /v1/completions /completion /infill /v1/messages /v1/responses\n"
-      "/v1/embeddings /tokenize /detokenize /apply-template;\n"
+      "/v1/embeddings /embedding /embed /embed_all /v1/rerank /rerank /tokenize /detokenize "
+      "/apply-template;\n"
       "POST /slots/{id}?action=save|restore|erase; GET /health /v1/models /props /slots /metrics.");
   sub->callback([f, sub, exit_code] {
     Status s = PrepareOptions(f.get(), sub->remaining());

@@ -4,6 +4,8 @@
 // reuses and whether the budget lets it in is decided in memory_policy.cpp.
 #include "engine/engine.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -11,6 +13,7 @@
 #include "core/vm.h"
 #include "engine/engine_impl.h"
 #include "engine/pooling.h"
+#include "model/classifier.h"
 
 namespace lazyslot {
 
@@ -51,22 +54,41 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
   LS_ASSIGN_OR_RETURN(e->model_, Model::Load(config.model_path));
   LS_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromGguf(e->model_->file()));
   const HParams& hp = e->model_->hparams();
+  const bool encoder = e->model_->arch().encoder;
   e->n_ctx_slot_ = config.n_ctx / config.n_parallel;
+  if (encoder && e->n_ctx_slot_ > hp.n_ctx_train) {
+    // Learned positions end at n_ctx_train: no input can be longer.
+    LS_LOG_INFO("%s: inputs of up to %d tokens (its learned positions; --ctx-size %d / --parallel %d = %d)",
+                hp.arch.c_str(), hp.n_ctx_train, config.n_ctx, config.n_parallel, e->n_ctx_slot_);
+    e->n_ctx_slot_ = hp.n_ctx_train;
+  }
+  if (config.pooling == PoolingType::kRank && hp.n_cls_out == 0) {
+    return InvalidArgument("--rerank needs a model with a classifier head (cls.output.weight); " +
+                           config.model_path + " has none");
+  }
   e->pooling_ = config.pooling != PoolingType::kNone                                     ? config.pooling
                 : (hp.pooling == PoolingType::kNone || hp.pooling == PoolingType::kRank) ? PoolingType::kMean
                                                                                          : hp.pooling;
 
   auto impl = std::make_unique<Impl>();
   impl->engine = e.get();
+  // An encoder keeps nothing between passes, so a slot costs no memory and is only a range of batch rows:
+  // it gets at least kEncoderSlots of them, so short inputs of many requests share one pass.
+  const int n_slots = encoder ? std::max(config.n_parallel, kEncoderSlots) : config.n_parallel;
   KvConfig kc;
   kc.n_layer = hp.n_layer;
-  kc.n_slot = config.n_parallel;
+  kc.n_slot = n_slots;
   kc.n_ctx_slot = e->n_ctx_slot_;
   kc.n_embd_k = kc.n_embd_v = hp.n_embd_kv();
+  if (encoder) {  // a placeholder the encoder never writes: one cell per slot, nothing committed
+    kc.n_layer = 1;
+    kc.n_ctx_slot = 1;
+    kc.eager = false;
+  }
   kc.head_dim = hp.head_dim;
   kc.type_k = config.cache_type_k;
   kc.type_v = config.cache_type_v;
-  kc.eager = config.kv_eager;
+  kc.eager = config.kv_eager && !encoder;
   Result<std::unique_ptr<KvCache>> kv = KvCache::Create(kc);
   if (!kv.ok()) {
     return Status(kv.status().code(), "--cache-type-k " + std::string(TypeName(kc.type_k)) +
@@ -75,14 +97,19 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
   }
   impl->kv = std::move(kv).value();
   const KvCache& c = *impl->kv;
-  LS_LOG_INFO(
-      "kv cache: %d slots x %d cells, %s; K %s reserved %.1f MiB, V %s reserved %.1f MiB, "
-      "committed %.1f MiB (%.1f KiB per token)",
-      config.n_parallel, e->n_ctx_slot_, config.kv_eager ? "eager (committed and zeroed now)" : "lazy",
-      TypeName(kc.type_k), MiB(c.reserved_bytes_k()), TypeName(kc.type_v), MiB(c.reserved_bytes_v()),
-      MiB(c.committed_bytes()), (c.k_row_bytes() + c.v_row_bytes()) * hp.n_layer / 1024.0);
+  if (encoder) {
+    LS_LOG_INFO("%s: an encoder, no KV cache; %d slots (batch row ranges), inputs of up to %d tokens",
+                hp.arch.c_str(), n_slots, e->n_ctx_slot_);
+  } else {
+    LS_LOG_INFO(
+        "kv cache: %d slots x %d cells, %s; K %s reserved %.1f MiB, V %s reserved %.1f MiB, "
+        "committed %.1f MiB (%.1f KiB per token)",
+        config.n_parallel, e->n_ctx_slot_, config.kv_eager ? "eager (committed and zeroed now)" : "lazy",
+        TypeName(kc.type_k), MiB(c.reserved_bytes_k()), TypeName(kc.type_v), MiB(c.reserved_bytes_v()),
+        MiB(c.committed_bytes()), (c.k_row_bytes() + c.v_row_bytes()) * hp.n_layer / 1024.0);
+  }
   impl->capacity_cells = e->n_ctx_slot_;
-  if (config.kv_budget > 0) {
+  if (config.kv_budget > 0 && !encoder) {
     impl->capacity_cells = c.CellsForBytes(config.kv_budget);
     if (impl->capacity_cells < 2) {
       return InvalidArgument("--kv-budget " + std::to_string(config.kv_budget) +
@@ -94,14 +121,28 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
         MiB(config.kv_budget), MiB(c.reserved_bytes()), impl->capacity_cells);
   }
   impl->model_id = ModelIdentity(*e->model_);
-  impl->pool = std::make_unique<ThreadPool>(config.n_threads);
-  impl->fwd = std::make_unique<Forward>(*e->model_, *impl->kv, *impl->pool,
-                                        config.flash_attn ? AttentionMode::kFlash : AttentionMode::kStandard);
-  impl->slots.resize(config.n_parallel);
-  for (int i = 0; i < config.n_parallel; ++i) impl->slots[i].id = i;
+  if (config.compute) {
+    impl->pool = &config.compute->pool;
+  } else {
+    impl->own_pool = std::make_unique<ThreadPool>(config.n_threads);
+    impl->pool = impl->own_pool.get();
+  }
+  if (encoder) {
+    impl->enc = std::make_unique<Encoder>(*e->model_, *impl->pool);
+  } else {
+    impl->fwd =
+        std::make_unique<Forward>(*e->model_, *impl->kv, *impl->pool,
+                                  config.flash_attn ? AttentionMode::kFlash : AttentionMode::kStandard);
+  }
+  impl->slots.resize(n_slots);
+  for (int i = 0; i < n_slots; ++i) impl->slots[i].id = i;
   impl->stats.kv_reserved_bytes = impl->kv->reserved_bytes();
   impl->stats.kv_budget_bytes = config.kv_budget;
-  if (config.warmup) impl->Warmup();
+  if (config.warmup) {
+    std::unique_lock<std::mutex> step_lock;
+    if (config.compute) step_lock = std::unique_lock<std::mutex>(config.compute->step_mu);
+    impl->Warmup();
+  }
   impl->PublishSlotInfo();
   e->impl_ = std::move(impl);
   e->impl_->thread = std::thread([p = e->impl_.get()] { p->Loop(); });
@@ -134,6 +175,13 @@ Result<std::shared_ptr<RequestStream>> Engine::Submit(GenerationRequest req) {
                              std::to_string(model_->hparams().n_vocab) + ")");
     }
   }
+  if (impl_->enc && !req.embedding) {
+    return Unimplemented("the model is an encoder (" + model_->hparams().arch +
+                         "): it computes embeddings and rank scores, not text");
+  }
+  if (req.embedding && req.pooling == PoolingType::kRank && model_->hparams().n_cls_out == 0) {
+    return InvalidArgument("rank pooling needs a classifier head (cls.output.weight), which the model lacks");
+  }
   const int32_t n_prompt = static_cast<int32_t>(req.prompt.size());
   // A completion needs room for at least one generated token; an embedding only for its prompt.
   const int32_t need = req.embedding ? n_prompt : n_prompt + 1;
@@ -157,9 +205,10 @@ Result<std::shared_ptr<RequestStream>> Engine::Submit(GenerationRequest req) {
         std::to_string(config_.kv_budget) + " bytes, which holds at most " +
         std::to_string(impl_->capacity_cells) + " cells in one slot"));
   }
-  if (req.id_slot >= config_.n_parallel) {
+  const int n_slots = static_cast<int>(impl_->slots.size());
+  if (req.id_slot >= n_slots) {
     return InvalidArgument("id_slot: slot " + std::to_string(req.id_slot) + " does not exist (slots 0.." +
-                           std::to_string(config_.n_parallel - 1) + ")");
+                           std::to_string(n_slots - 1) + ")");
   }
   if (req.embedding && req.pooling == PoolingType::kNone) req.pooling = pooling_;
   std::shared_ptr<RequestStream> stream;
@@ -178,6 +227,8 @@ Result<std::shared_ptr<RequestStream>> Engine::Submit(GenerationRequest req) {
   impl_->cv.notify_all();
   return stream;
 }
+
+int32_t Engine::n_cls_out() const { return model_->hparams().n_cls_out; }
 
 const ConstraintVocab& Engine::GrammarVocab() const {
   std::call_once(grammar_vocab_once_, [this] {
@@ -230,14 +281,14 @@ void Engine::Impl::PublishSlotInfo() {
     info[i].busy = s.busy();
     info[i].request_id = s.busy() ? s.stream->id() : 0;
     info[i].n_tokens = kv->n_cells(s.id);
-    info[i].n_ctx = kv->config().n_ctx_slot;
+    info[i].n_ctx = engine->n_ctx_slot_;
     info[i].committed_bytes = kv->committed_bytes(s.id);
     info[i].budget_bytes = s.busy() ? s.budget_bytes : info[i].committed_bytes;
     info[i].n_cached = s.n_cached;
     budget_used += info[i].budget_bytes;
   }
   const uint64_t committed = kv->committed_bytes();
-  const size_t scratch = fwd->scratch_bytes();
+  const size_t scratch = scratch_bytes();
   std::lock_guard<std::mutex> lock(mu);
   stats.slots = std::move(info);
   stats.kv_committed_bytes = committed;
@@ -273,9 +324,15 @@ void Engine::Impl::Loop() {
     RunSlotTasks();
     if (AnyBusy()) {
       MarkWork();
-      Step();
+      {
+        std::unique_lock<std::mutex> step_lock;  // another model's step runs first, whole
+        if (engine->config_.compute)
+          step_lock = std::unique_lock<std::mutex>(engine->config_.compute->step_mu);
+        Step();
+      }
       LogFirstCommits();
       last_work = Clock::now();
+      if (enc && !AnyBusy()) ReleaseEncoderScratch();
     }
     PublishSlotInfo();
   }
@@ -302,32 +359,12 @@ void Engine::Impl::Step() {
     }
   }
   const int32_t n_decode = batch.size();  // generating slots; the rest of the batch is prompt
-  std::vector<int> progress;              // slots whose prompt advanced and that report it
-  for (Slot& s : slots) {
-    if (!s.busy() || !s.in_prompt() || budget <= 0) continue;
-    const int32_t n_prompt = static_cast<int32_t>(s.req.prompt.size());
-    const int32_t take = std::min(budget, n_prompt - s.n_prompt_done);
-    for (int32_t i = s.n_prompt_done; i < s.n_prompt_done + take; ++i) {
-      uint8_t flag = Batch::kNone;
-      if (s.req.embedding) {
-        const bool want = s.req.pooling == PoolingType::kMean ||
-                          (s.req.pooling == PoolingType::kCls && i == 0) ||
-                          (s.req.pooling != PoolingType::kCls && i == n_prompt - 1);
-        if (want) flag = Batch::kHidden;
-      } else if (i == n_prompt - 1) {
-        flag = Batch::kLogits;
-      }
-      batch.Add(s.req.prompt[i], i, s.id, flag);
-    }
-    s.n_prompt_done += take;
-    budget -= take;
-    if (s.req.return_progress) progress.push_back(s.id);
-  }
+  const std::vector<int> progress = AddPrompts(batch, budget);  // slots whose prompt advanced and report it
   if (batch.size() == 0) return;
 
   ForwardOutput out;
   const Clock::time_point t0 = Clock::now();
-  Status st = fwd->Run(batch, &out);
+  Status st = enc ? enc->Run(batch, &out) : fwd->Run(batch, &out);
   const double ms = MsSince(t0);
   if (!st.ok()) {
     LS_LOG_ERROR("forward pass failed: %s", st.ToString().c_str());
@@ -336,8 +373,10 @@ void Engine::Impl::Step() {
     }
     return;
   }
-  // The batch's tokens now hold cells: they are what a later request may reuse.
-  for (int32_t i = 0; i < batch.size(); ++i) slots[batch.slot[i]].cache.push_back(batch.tokens[i]);
+  // The batch's tokens now hold cells: they are what a later request may reuse (an encoder keeps none).
+  if (!enc) {
+    for (int32_t i = 0; i < batch.size(); ++i) slots[batch.slot[i]].cache.push_back(batch.tokens[i]);
+  }
   for (int id : progress) {
     Slot& s = slots[id];
     Event ev;
@@ -387,25 +426,78 @@ void Engine::Impl::Step() {
     ++n_gen_tokens;
     OnToken(s, tok);
   }
-  for (Slot& s : slots) {
-    if (s.busy() && s.req.embedding && !s.in_prompt()) {
-      const int64_t rows = static_cast<int64_t>(s.hidden.size()) / n_embd;
-      Event done;
-      done.type = Event::kDone;
-      done.finish_reason = "stop";
-      done.n_prompt = static_cast<int32_t>(s.req.prompt.size());
-      done.embedding = PoolEmbedding(s.req.pooling == PoolingType::kNone ? e.pooling_ : s.req.pooling,
-                                     s.hidden.data(), rows, n_embd);
-      done.prompt_ms = MsSince(s.t_start);
-      s.stream->Push(std::move(done));
-      Release(s, false);
-    }
-  }
+  FinishEmbeddings();
   std::lock_guard<std::mutex> lock(mu);
   stats.prompt_tokens_total += n_prompt_tokens;
   stats.generated_tokens_total += n_gen_tokens;
   // A mixed step is counted as prompt time: it is dominated by the prompt chunk.
   (n_prompt_tokens == 0 ? stats.generation_seconds_total : stats.prompt_seconds_total) += ms / 1000.0;
+}
+
+void Engine::Impl::ReleaseEncoderScratch() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!queue.empty()) return;  // the next pass reuses the buffers
+  }
+  // An encoder keeps nothing between requests: its activations, which grow with the largest pass, go back
+  // to the kernel as soon as no work is left, so a long input leaves no larger scratch behind.
+  enc->ReleaseScratch();
+  malloc_trim(0);
+}
+
+std::vector<int> Engine::Impl::AddPrompts(Batch& batch, int32_t budget) {
+  std::vector<int> progress;
+  for (Slot& s : slots) {
+    if (!s.busy() || !s.in_prompt() || budget <= 0) continue;
+    const int32_t n_prompt = static_cast<int32_t>(s.req.prompt.size());
+    int32_t take = std::min(budget, n_prompt - s.n_prompt_done);
+    if (enc && take < n_prompt) {
+      if (batch.size() > 0) continue;  // it waits for a pass with room for all of it
+      take = n_prompt;
+    }
+    // Embedding rows to return: every row for mean pooling or unpooled output, else the pooled one (the
+    // first token for cls and an encoder's rank head, the last for last and a decoder's rank head).
+    const bool first_row = s.req.pooling == PoolingType::kCls || (enc && s.req.pooling == PoolingType::kRank);
+    for (int32_t i = s.n_prompt_done; i < s.n_prompt_done + take; ++i) {
+      uint8_t flag = Batch::kNone;
+      if (s.req.embedding) {
+        const bool want =
+            s.req.unpooled || s.req.pooling == PoolingType::kMean || (first_row ? i == 0 : i == n_prompt - 1);
+        if (want) flag = Batch::kHidden;
+      } else if (i == n_prompt - 1) {
+        flag = Batch::kLogits;
+      }
+      batch.Add(s.req.prompt[i], i, s.id, flag);
+    }
+    s.n_prompt_done += take;
+    budget -= take;
+    if (s.req.return_progress) progress.push_back(s.id);
+  }
+  return progress;
+}
+
+void Engine::Impl::FinishEmbeddings() {
+  const Engine& e = *engine;
+  const int64_t n_embd = e.model_->hparams().n_embd;
+  for (Slot& s : slots) {
+    if (!s.busy() || !s.req.embedding || s.in_prompt()) continue;
+    const int64_t rows = static_cast<int64_t>(s.hidden.size()) / n_embd;
+    Event done;
+    done.type = Event::kDone;
+    done.finish_reason = "stop";
+    done.slot = s.id;
+    done.n_prompt = static_cast<int32_t>(s.req.prompt.size());
+    if (s.req.unpooled) {
+      done.embedding = std::move(s.hidden);
+    } else if (s.req.pooling == PoolingType::kRank) {
+      done.embedding = ClassifierScores(*e.model_, *pool, s.hidden.data(), 1);
+    } else {
+      done.embedding = PoolEmbedding(s.req.pooling, s.hidden.data(), rows, n_embd);
+    }
+    done.prompt_ms = MsSince(s.t_start);
+    s.stream->Push(std::move(done));
+    Release(s, false);
+  }
 }
 
 void Engine::Impl::OnToken(Slot& s, TokenId tok) {

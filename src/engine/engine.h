@@ -19,20 +19,32 @@
 #include "engine/sampler.h"
 #include "grammar/grammar.h"
 #include "model/model.h"
+#include "ops/thread_pool.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lazyslot {
 
 struct ConstraintVocab;  // engine/constrained.h
 
+// Compute shared by several engines (the router's models): one thread pool, and a lock each engine's
+// scheduler holds for one step, so busy models interleave their steps and never run more threads than the
+// pool has.
+struct SharedCompute {
+  explicit SharedCompute(int n_threads) : pool(n_threads) {}
+  ThreadPool pool;
+  std::mutex step_mu;
+};
+
 struct EngineConfig {
   std::string model_path;
   int n_parallel = 1;       // slots
   int32_t n_ctx = 4096;     // total cells; each slot gets n_ctx / n_parallel (as llama-server)
-  int n_threads = 0;        // 0: physical cores
+  int n_threads = 0;        // 0: physical cores (ignored with `compute`)
+  std::shared_ptr<SharedCompute> compute;  // null: the engine's own pool of n_threads
   int32_t n_batch = 512;    // most tokens per forward pass (prompts are processed in chunks of this)
   bool embeddings = false;  // --embeddings
-  PoolingType pooling = PoolingType::kNone;  // kNone: the model's pooling_type, else mean
+  // kNone: the model's pooling_type, else mean. kRank (--rerank): the classifier head's scores.
+  PoolingType pooling = PoolingType::kNone;
   int max_queue = 64;                        // requests waiting for a slot; more get 503
   TensorType cache_type_k = TensorType::kF16;
   TensorType cache_type_v = TensorType::kF16;
@@ -48,8 +60,13 @@ struct EngineConfig {
 
 struct GenerationRequest {
   std::vector<TokenId> prompt;
-  bool embedding = false;                    // pool the prompt's hidden states instead of generating
+  // Embedding requests compute the prompt's hidden states instead of generating. Event::embedding holds the
+  // pooled vector as the model gives it (not normalised: callers normalise), or with pooling kRank the
+  // classifier head's n_cls_out scores (softmax over them for qwen3 rerankers, as llama.cpp), or with
+  // `unpooled` every token's hidden state, [n_prompt, n_embd] row-major.
+  bool embedding = false;
   PoolingType pooling = PoolingType::kNone;  // for embeddings; kNone = the engine's pooling
+  bool unpooled = false;
   SamplingParams sampling;
   int32_t n_predict = -1;         // -1: until end of generation or the slot is full
   std::vector<std::string> stop;  // generation ends before the first occurrence of any of these
@@ -178,6 +195,8 @@ class Engine {
   const EngineConfig& config() const { return config_; }
   int32_t n_ctx_slot() const { return n_ctx_slot_; }
   PoolingType pooling() const { return pooling_; }
+  // Scores per rank request: the rows of the model's classifier head (cls.output), 0 if it has none.
+  int32_t n_cls_out() const;
 
   // Queues a request. Immediate errors: the prompt does not fit a slot (kOutOfRange, both numbers in the
   // message), an empty prompt or bad parameter (kInvalidArgument), the queue is full (kUnavailable).
@@ -199,6 +218,12 @@ class Engine {
   Result<SlotFileResult> SaveSlot(int id, const std::string& filename);
   Result<SlotFileResult> RestoreSlot(int id, const std::string& filename);
   Result<SlotFileResult> EraseSlot(int id);
+
+  // Releases now what the engine holds without using it: every idle slot's kept KV, and once no request is
+  // running or queued the compute scratch and, with `weights`, the weights' resident pages (they page back
+  // in from the page cache on the next request). Runs on the scheduler thread between steps; returns the
+  // bytes released (KV + scratch + weight pages).
+  Result<uint64_t> ReleaseIdle(bool weights);
 
  private:
   struct Impl;

@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "engine/text_output.h"
 #include "kv/kv_cache.h"
+#include "model/encoder.h"
 #include "model/forward.h"
 #include "ops/thread_pool.h"
 
@@ -29,6 +30,10 @@ inline double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 inline double MiB(uint64_t bytes) { return bytes / 1048576.0; }
+
+// Slots of an encoder model, at least: they hold no memory, and with more of them the short inputs of many
+// requests share one pass (docs/bench.md "Embeddings and rerank").
+inline constexpr int kEncoderSlots = 16;
 
 struct Engine::Impl {
   struct Pending {
@@ -63,16 +68,19 @@ struct Engine::Impl {
   };
 
   struct SlotTask {
-    enum Kind { kSave, kRestore, kErase } kind = kSave;
+    enum Kind { kSave, kRestore, kErase, kReleaseIdle } kind = kSave;
     int id = 0;
     std::string filename;
+    bool weights = false;  // kReleaseIdle: the weights' pages too
     std::promise<Result<SlotFileResult>> result;
   };
 
   Engine* engine = nullptr;
   std::unique_ptr<KvCache> kv;
-  std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<Forward> fwd;
+  std::unique_ptr<ThreadPool> own_pool;  // without EngineConfig::compute
+  ThreadPool* pool = nullptr;            // own_pool, or the shared compute's
+  std::unique_ptr<Forward> fwd;          // decoders
+  std::unique_ptr<Encoder> enc;          // encoders (bert): no KV; each prompt goes whole into one pass
   std::vector<Slot> slots;
   std::thread thread;
   int32_t capacity_cells = 0;  // most cells one request may use: the slot size, capped by --kv-budget
@@ -98,6 +106,14 @@ struct Engine::Impl {
   // engine.cpp
   void Loop();
   void Step();
+  // Adds the prompt tokens of busy slots to `batch` up to `budget` tokens; returns the slots whose prompt
+  // advanced. An encoder's prompt goes in whole or waits for the next pass (alone it may exceed n_batch).
+  std::vector<int> AddPrompts(Batch& batch, int32_t budget);
+  // Embedding requests whose prompt is done: their pooled vector, scores or rows.
+  void FinishEmbeddings();
+  void ReleaseEncoderScratch();  // when no request is busy or queued
+  size_t scratch_bytes() const { return enc ? enc->scratch_bytes() : fwd->scratch_bytes(); }
+  void ReleaseScratch() { enc ? enc->ReleaseScratch() : fwd->ReleaseScratch(); }
   void Finish(Slot& s, const std::string& reason, bool truncated = false);
   void Fail(Slot& s, const Status& st);
   void Release(Slot& s, bool keep_cache);
@@ -135,6 +151,7 @@ struct Engine::Impl {
   Result<SlotFileResult> Submit(std::shared_ptr<SlotTask> task);
   void RunSlotTasks();
   Result<SlotFileResult> RunSlotTask(SlotTask& task);
+  uint64_t ReleaseIdleNow(bool weights);  // kReleaseIdle
 };
 
 // Longest common prefix of a slot's kept tokens and a prompt.

@@ -129,7 +129,7 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
     // whole prompts and lost the shared preamble.)
     Slot* best = nullptr;
     int32_t keep = 0;
-    if (p.req.cache_prompt && !p.req.embedding && !source) {
+    if (p.req.cache_prompt && !p.req.embedding && !source && !enc) {
       bool empty_free = false;
       for (const Slot& s : slots) empty_free = empty_free || (usable(s) && s.cache.empty());
       for (Slot& s : slots) {
@@ -162,7 +162,7 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
       limit = std::min<int64_t>(capacity_cells, int64_t{n_prompt} + std::max(p.req.n_predict, 1));
     }
     uint64_t reserve = 0;
-    if (cfg.kv_budget > 0) {
+    if (cfg.kv_budget > 0 && !enc) {  // an encoder holds no KV
       // Reserve the worst case up front, so generation can never push the total past the budget.
       reserve = kv->BytesForCells(limit);
       if (BudgetUsedExcept(s.id) + reserve > cfg.kv_budget && !MakeRoom(reserve, s.id)) return Admit::kStop;
@@ -264,7 +264,7 @@ void Engine::Impl::IdleRelease(Clock::time_point now) {
   const double idle_s = std::chrono::duration<double>(now - last_work).count();
   if (cfg.idle_timeout_s > 0 && !idle_released && idle_s >= cfg.idle_timeout_s) {
     idle_released = true;
-    const size_t scratch = fwd->scratch_bytes();
+    const size_t scratch = scratch_bytes();
     Result<uint64_t> released = kv->ReleaseAll();
     if (!released.ok())
       LS_LOG_WARN("idle release of the KV cache failed: %s", released.status().ToString().c_str());
@@ -272,7 +272,7 @@ void Engine::Impl::IdleRelease(Clock::time_point now) {
       s.cache.clear();
       s.commit_logged = false;
     }
-    fwd->ReleaseScratch();
+    ReleaseScratch();
     malloc_trim(0);  // hand the freed activation buffers back to the kernel, not just to malloc
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -308,9 +308,10 @@ void Engine::Impl::Warmup() {
   const Clock::time_point t0 = Clock::now();
   Batch b;
   const TokenId bos = engine->tokenizer_->bos();
-  b.Add(bos >= 0 ? bos : 0, 0, 0, Batch::kLogits);
+  b.Add(bos >= 0 ? bos : 0, 0, 0, enc ? Batch::kHidden : Batch::kLogits);
   ForwardOutput out;
-  Status st = fwd->Run(b, &out);
+  Status st = enc ? enc->Run(b, &out) : fwd->Run(b, &out);
+  if (enc) enc->ReleaseScratch();
   if (!st.ok()) LS_LOG_WARN("warm-up pass failed: %s", st.ToString().c_str());
   Result<uint64_t> released = kv->Trim(0, 0);
   (void)released;

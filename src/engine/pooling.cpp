@@ -1,7 +1,5 @@
-// Pooling and normalisation of hidden states.
+// Pooling of hidden states.
 #include "engine/pooling.h"
-
-#include "ops/elementwise.h"
 
 namespace lazyslot {
 
@@ -26,7 +24,6 @@ std::vector<float> PoolEmbedding(PoolingType pooling, const float* hidden, int64
       break;
     }
   }
-  L2Normalize(out.data(), n_embd);
   return out;
 }
 

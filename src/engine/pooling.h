@@ -1,5 +1,5 @@
-// Sequence embeddings from per-token hidden states (after output_norm): mean, first (cls) or last token,
-// then L2-normalised, as llama.cpp's embedding tools do by default (FORMATS.md section 6).
+// Sequence embeddings from per-token hidden states (after output_norm): mean, first (cls) or last token, as
+// llama.cpp pools them (FORMATS.md section 6). Not normalised: the API layer normalises as its request asks.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,11 @@
 // Slot save/restore/erase for POST /slots/{id}?action=...: requests are queued to the scheduler thread,
 // which runs them between steps on idle slots (the file format is in kv/kv_state.h).
+#include <malloc.h>
+
 #include <filesystem>
 
 #include "core/log.h"
+#include "core/vm.h"
 #include "engine/engine_impl.h"
 #include "kv/kv_state.h"
 
@@ -55,7 +58,56 @@ Result<SlotFileResult> Engine::EraseSlot(int id) {
   return impl_->Submit(std::move(t));
 }
 
+Result<uint64_t> Engine::ReleaseIdle(bool weights) {
+  auto task = std::make_shared<Impl::SlotTask>();
+  task->kind = Impl::SlotTask::kReleaseIdle;
+  task->weights = weights;
+  LS_ASSIGN_OR_RETURN(SlotFileResult r, impl_->Submit(std::move(task)));
+  return r.n_bytes;
+}
+
+uint64_t Engine::Impl::ReleaseIdleNow(bool weights) {
+  uint64_t released = 0;
+  for (Slot& s : slots) {
+    if (s.busy()) continue;
+    const uint64_t before = kv->committed_bytes(s.id);
+    TrimSlot(s, 0, "released on request");
+    released += before - kv->committed_bytes(s.id);
+  }
+  bool queued;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    queued = !queue.empty();
+  }
+  if (AnyBusy() || queued) return released;
+  released += scratch_bytes();
+  ReleaseScratch();
+  malloc_trim(0);
+  if (weights && !weights_released) {
+    const gguf::File& f = engine->model_->file();
+    Result<uint64_t> before = vm::MappingRssBytes(f.data_begin());
+    Status st = f.ReleaseResidentPages();
+    if (!st.ok()) LS_LOG_WARN("releasing the weights failed: %s", st.ToString().c_str());
+    Result<uint64_t> after = vm::MappingRssBytes(f.data_begin());
+    if (before.ok() && after.ok() && *before > *after) released += *before - *after;
+    weights_released = true;
+    std::lock_guard<std::mutex> lock(mu);
+    ++stats.weight_releases;
+  }
+  return released;
+}
+
 Result<SlotFileResult> Engine::Impl::Submit(std::shared_ptr<SlotTask> task) {
+  if (task->kind == SlotTask::kReleaseIdle) {
+    std::future<Result<SlotFileResult>> result = task->result.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (stop) return Unavailable("server is shutting down");
+      slot_tasks.push_back(std::move(task));
+    }
+    cv.notify_all();
+    return result.get();
+  }
   if (task->id < 0 || task->id >= static_cast<int>(slots.size())) {
     return InvalidArgument("slot id " + std::to_string(task->id) + " does not exist (slots 0.." +
                            std::to_string(slots.size() - 1) + ")");
@@ -90,6 +142,12 @@ void Engine::Impl::RunSlotTasks() {
 }
 
 Result<SlotFileResult> Engine::Impl::RunSlotTask(SlotTask& task) {
+  if (task.kind == SlotTask::kReleaseIdle) {
+    SlotFileResult r;
+    r.n_bytes = ReleaseIdleNow(task.weights);
+    PublishSlotInfo();
+    return r;
+  }
   Slot& s = slots[task.id];
   if (s.busy()) {
     return Unavailable("slot " + std::to_string(task.id) +
@@ -157,6 +215,8 @@ Result<SlotFileResult> Engine::Impl::RunSlotTask(SlotTask& task) {
       TrimSlot(s, 0, "erased");
       break;
     }
+    case SlotTask::kReleaseIdle:
+      break;  // handled above
   }
   r.ms = MsSince(t0);
   return r;

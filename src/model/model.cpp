@@ -152,8 +152,8 @@ Status Model::ReadHParams() {
   }
   LS_ASSIGN_OR_RETURN(hp_.causal, f.GetBoolOr(a + "attention.causal", !arch_->encoder));
   if (hp_.causal == arch_->encoder) {
-    return Unimplemented("model: " + f.path() + ": " + hp_.arch + " with attention.causal = " +
-                         (hp_.causal ? "true" : "false") + " is not supported");
+    return Unimplemented("model: " + f.path() + ": " + hp_.arch +
+                         " with attention.causal = " + (hp_.causal ? "true" : "false") + " is not supported");
   }
   LS_ASSIGN_OR_RETURN(hp_.rope_freq_base, f.GetF32Or(a + "rope.freq_base", 10000.0f));
   LS_ASSIGN_OR_RETURN(uint32_t n_rot, f.GetU32Or(a + "rope.dimension_count", key_len));
@@ -287,7 +287,8 @@ Status Model::BindClassifier() {
   const gguf::TensorInfo* out = f.FindTensor(tn::kClsOutput);
   if (!out) {
     if (f.FindTensor(tn::kCls)) {
-      return Unimplemented("model: " + f.path() + ": a classifier head 'cls.weight' without 'cls.output.weight'");
+      return Unimplemented("model: " + f.path() +
+                           ": a classifier head 'cls.weight' without 'cls.output.weight'");
     }
     return Status::Ok();
   }

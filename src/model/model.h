@@ -59,9 +59,9 @@ struct LayerWeights {
 // scores = out . tanh(cls . h + cls_b) + out_b, or out . h + out_b without `cls` (a converted
 // BertForSequenceClassification or Qwen3-Reranker, whose out holds the "yes"/"no" rows of its lm_head).
 struct ClassifierWeights {
-  WeightView cls;     // optional [n_embd -> n_embd]
+  WeightView cls;  // optional [n_embd -> n_embd]
   std::vector<float> cls_b;
-  WeightView out;     // [n_embd -> n_cls_out]
+  WeightView out;  // [n_embd -> n_cls_out]
   std::vector<float> out_b;
   bool present() const { return out.data != nullptr; }
 };

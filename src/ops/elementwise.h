@@ -1,5 +1,5 @@
-// Row-wise operations of the transformer: RMS norm, LayerNorm, RoPE, SwiGLU, GELU, vector add. All work on f32
-// rows.
+// Row-wise operations of the transformer: RMS norm, LayerNorm, RoPE, SwiGLU, GELU, vector add. All work on
+// f32 rows.
 #pragma once
 
 #include <cstdint>

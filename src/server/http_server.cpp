@@ -271,6 +271,8 @@ Status HttpServer::Run() {
   RegisterSlotRoutes(st);
   RegisterCompletionRoutes(st);
   RegisterEmbeddingRoutes(st);
+  RegisterRerankRoutes(st);
+  RegisterTeiRoutes(st);
   RegisterMessageRoutes(st);
   RegisterInfillRoute(st);
 
@@ -338,7 +340,10 @@ Status HttpServer::Run() {
   }
   LS_LOG_INFO("model '%s' ready: %d slot(s) of %d tokens, batch %d, queue %d%s%s", st.model_id.c_str(),
               cfg.n_parallel, st.engine->n_ctx_slot(), cfg.n_batch, cfg.max_queue,
-              cfg.embeddings ? ", embeddings on" : "", auth.c_str());
+              cfg.pooling == PoolingType::kRank ? ", reranking on"
+              : cfg.embeddings                  ? ", embeddings on"
+                                                : "",
+              auth.c_str());
   char timeout[32] = "none";
   if (st.opts.request_timeout_s > 0) {
     std::snprintf(timeout, sizeof timeout, "%g s", st.opts.request_timeout_s);

@@ -25,6 +25,15 @@ struct ServerOptions {
   std::string chat_template_label = "custom";
   std::string model_alias;    // id in /v1/models and responses; empty = the model file's name
   bool pooling_none = false;  // --pooling none: per-token vectors, which /v1/embeddings refuses
+  // Embedding and rerank routes (docs/embeddings.md). Reranking is on when engine.pooling is kRank
+  // (--rerank). embd_normalize: llama-server's --embd-normalize, the default of /v1/embeddings and /embedding
+  // (-1 none, 0 max-abs int16, 1 taxicab, 2 euclidean, > 2 p-norm). auto_truncate: inputs longer than a slot
+  // are cut instead of refused unless a request says `truncate: false`. max_client_batch_size: inputs
+  // (documents) per request; max_batch_tokens: tokens per request after truncation; 0: no limit; more: 413.
+  int embd_normalize = 2;
+  bool auto_truncate = false;
+  int max_client_batch_size = 2048;
+  int64_t max_batch_tokens = 0;
   // -n/--n-predict: tokens a completion request generates when it names no limit, as llama-server; -1: until
   // end of generation or the context is full. --max-tokens-cap: the most any request may generate (larger
   // limits are lowered to it); 0: no cap.

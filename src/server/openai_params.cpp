@@ -336,7 +336,8 @@ std::vector<std::string> KnownFields(RequestKind kind) {
       f.insert(f.end(), NativeFieldNames().begin(), NativeFieldNames().end());
       break;
     case RequestKind::kEmbedding:
-      f = {"input", "content", "encoding_format", "dimensions", "model", "user"};
+      f = {"input", "content",  "encoding_format",      "dimensions", "model",
+           "user",  "truncate", "truncation_direction", "normalize",  "embd_normalize"};
       break;
     case RequestKind::kTokenize:
       f = {"content", "add_special", "parse_special", "with_pieces", "model"};
@@ -353,10 +354,6 @@ std::vector<std::string> KnownFields(RequestKind kind) {
 
 // Known fields whose non-default values this server cannot honour: refused rather than ignored.
 Status CheckUnsupportedValues(const Json& body, RequestKind kind) {
-  if (kind == RequestKind::kEmbedding && Present(body, "dimensions")) {
-    return FieldError("dimensions",
-                      "shortened embeddings are not supported; omit it to get the model's full size");
-  }
   if (Present(body, "model") && !body.at("model").is_string()) {
     return FieldError("model", "expected a string, got " + TypeName(body.at("model")));
   }

@@ -54,7 +54,9 @@ using ServerState = HttpServer::State;
 
 void RegisterCompletionRoutes(ServerState& st);    // /v1/chat/completions, /v1/completions, /completion,
                                                    // /apply-template
-void RegisterEmbeddingRoutes(ServerState& st);     // /v1/embeddings
+void RegisterEmbeddingRoutes(ServerState& st);     // /v1/embeddings, /embeddings, /embedding
+void RegisterRerankRoutes(ServerState& st);        // /v1/rerank, /rerank, /reranking, /v1/reranking
+void RegisterTeiRoutes(ServerState& st);           // /embed, /embed_all (TEI)
 void RegisterMessageRoutes(ServerState& st);       // /v1/messages (Anthropic), /v1/responses
 void RegisterInfillRoute(ServerState& st);         // /infill
 void RegisterInfoRoutes(ServerState& st);          // /health, /v1/models, /props, /metrics, /tokenize, ...

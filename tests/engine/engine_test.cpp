@@ -260,22 +260,35 @@ TEST(EngineTest, IdSlotProgressAndLogprobs) {
   EXPECT_NE(bad.status().message().find("id_slot"), std::string::npos);
 }
 
-TEST(EngineTest, EmbeddingIsPooledAndNormalised) {
+// The engine returns the pooled vector unnormalised (the API layer normalises); normalised, it is the
+// reference's.
+TEST(EngineTest, EmbeddingIsPooledAsTheReference) {
   REQUIRE_SHARED_FILE("models/qwen3-hd128-f32.gguf");
+  REQUIRE_SHARED_FILE("reference/qwen3-hd128-f32.json");
   auto engine = MakeEngine("models/qwen3-hd128-f32.gguf", 2, 256);
   ASSERT_TRUE(engine);
-  GenerationRequest r;
-  r.prompt = {1, 71, 294, 436, 413};
-  r.embedding = true;
-  r.pooling = PoolingType::kMean;
-  auto s = engine->Submit(r);
-  ASSERT_TRUE(s.ok());
-  Collected got = Drain(**s);
-  ASSERT_FALSE(got.error);
-  ASSERT_EQ(got.done.embedding.size(), static_cast<size_t>(engine->model().hparams().n_embd));
-  double norm = 0;
-  for (float v : got.done.embedding) norm += double(v) * v;
-  EXPECT_NEAR(norm, 1.0, 1e-5);
+  std::ifstream in(testing::SharedPath("reference/qwen3-hd128-f32.json"));
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  for (const char* name : {"mean", "last"}) {
+    GenerationRequest r;
+    r.prompt = ref["embed"][name]["tokens"].get<std::vector<TokenId>>();
+    r.embedding = true;
+    ASSERT_TRUE(ParsePooling(name, &r.pooling));
+    auto s = engine->Submit(r);
+    ASSERT_TRUE(s.ok());
+    Collected got = Drain(**s);
+    ASSERT_FALSE(got.error);
+    const auto want = ref["embed"][name]["embedding"].get<std::vector<float>>();
+    ASSERT_EQ(got.done.embedding.size(), want.size());
+    double dot = 0, na = 0, nb = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      dot += double(got.done.embedding[i]) * want[i];
+      na += double(got.done.embedding[i]) * got.done.embedding[i];
+      nb += double(want[i]) * want[i];
+    }
+    EXPECT_LE(1 - dot / std::sqrt(na * nb), 1e-5) << name;
+    EXPECT_GT(std::fabs(std::sqrt(na) - 1.0), 1e-3) << name << ": the engine should not normalise";
+  }
 }
 
 TEST(EngineTest, QueueBoundAndCancellationFreeSlots) {

@@ -100,6 +100,26 @@ check('embeddings.create (batch; client default base64 decodes to the float resu
   assert.ok(flt.usage.prompt_tokens > 0);
 });
 
+check('embeddings.create with dimensions (Matryoshka: the first N, renormalised)', async () => {
+  const full = await client.embeddings.create({ model: 'any', input: 'hello there', encoding_format: 'float' });
+  const v = full.data[0].embedding;
+  const n = Math.floor(v.length / 2);
+  const head = v.slice(0, n);
+  const norm = Math.sqrt(head.reduce((s, x) => s + x * x, 0));
+  for (const encoding_format of ['float', undefined]) {  // undefined: the client asks for base64
+    const r = await client.embeddings.create({ model: 'any', input: ['hello there'], dimensions: n,
+                                               ...(encoding_format ? { encoding_format } : {}) });
+    const w = r.data[0].embedding;
+    assert.equal(w.length, n);
+    const wnorm = Math.sqrt(w.reduce((s, x) => s + x * x, 0));
+    assert.ok(Math.abs(wnorm - 1) < 1e-4, `norm ${wnorm}`);
+    for (let k = 0; k < n; k++) assert.ok(Math.abs(w[k] - head[k] / norm) < 1e-5, `component ${k}`);
+  }
+  await assert.rejects(
+    client.embeddings.create({ model: 'any', input: 'x', dimensions: v.length + 1 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && /dimensions/.test(e.message));
+});
+
 async function tokenize(content) {
   const r = await fetch(`${process.env.LAZYSLOT_URL}/tokenize`, {
     method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${apiKey}` },

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -71,9 +72,28 @@ inline std::string ShellQuote(const std::string& s) {
 struct HttpResult {
   int status = 0;  // 0: curl could not connect / failed
   std::string body;
+  std::string headers;  // the response's header lines, as received
   json Json() const {
     json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
     return j;
+  }
+  // The value of header `name` (any case), "" if absent.
+  std::string Header(const std::string& name) const {
+    auto lower = [](std::string x) {
+      for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return x;
+    };
+    std::istringstream in(headers);
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos || lower(line.substr(0, colon)) != lower(name)) continue;
+      std::string v = line.substr(colon + 1);
+      while (!v.empty() && (v.back() == '\r' || v.back() == ' ')) v.pop_back();
+      while (!v.empty() && v.front() == ' ') v.erase(0, 1);
+      return v;
+    }
+    return "";
   }
 };
 
@@ -81,9 +101,11 @@ struct HttpResult {
 inline HttpResult Curl(const std::string& method, const std::string& url, const std::string& body = "",
                        const std::vector<std::string>& headers = {}, int max_time_s = 300) {
   const std::string out = NewScratchFile("out");
+  const std::string head = NewScratchFile("headers");
   // Built with append() only: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
   std::string cmd = "curl -sS -N -o ";
-  cmd.append(ShellQuote(out)).append(" -w '%{http_code}' --max-time ").append(std::to_string(max_time_s));
+  cmd.append(ShellQuote(out)).append(" -D ").append(ShellQuote(head));
+  cmd.append(" -w '%{http_code}' --max-time ").append(std::to_string(max_time_s));
   cmd.append(" -X ").append(method);
   for (const std::string& h : headers) cmd.append(" -H ").append(ShellQuote(h));
   if (!body.empty()) {
@@ -101,6 +123,7 @@ inline HttpResult Curl(const std::string& method, const std::string& url, const 
   pclose(p);
   r.status = std::atoi(buf);
   r.body = ReadAll(out);
+  r.headers = ReadAll(head);
   return r;
 }
 

@@ -301,8 +301,8 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
       {"grammar", "unknown response_format field", "POST", chat, kJson,
        Body(Chat({{"response_format", {{"type", "json_object"}, {"strict", true}}}})), 400,
        "response_format.strict"},
-      {"fields", "embedding dimensions", "POST", emb, kJson, Body({{"input", "x"}, {"dimensions", 8}}), 400,
-       "dimensions: shortened embeddings are not supported"},
+      {"fields", "embedding dimensions 0", "POST", emb, kJson, Body({{"input", "x"}, {"dimensions", 0}}), 400,
+       "dimensions: must be between 1 and"},
       {"fields", "model is a number", "POST", comp, kJson, Body(Completion({{"model", 7}})), 400,
        "model: expected a string, got integer"},
 

@@ -1,7 +1,7 @@
 // Drives the real server with the official `openai` npm client (tests/server/openai_client_test.mjs):
-// chat (plain, streamed, stream helper), completions, embeddings (float and the client's default base64),
-// models, a 400 and a 401; and tests/server/openai_agents_test.mjs (tool calls, structured output) on two
-// models. `npm install` runs here when a package in tests/server/node_modules is missing.
+// chat (plain, streamed, stream helper), completions, embeddings (float, the client's default base64,
+// dimensions), models, a 400 and a 401; and tests/server/openai_agents_test.mjs (tool calls, structured
+// output) on two models. `npm install` runs here when a package in tests/server/node_modules is missing.
 #include <gtest/gtest.h>
 
 #include "server_harness.h"
