@@ -119,6 +119,20 @@ void Encoder::Attend(int64_t n) {
   const int64_t hd = hp.head_dim, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
   const int group = hp.n_head / hp.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  // Each sequence's K, transposed per kv head (DenseKv): [n_head_kv][hd][ld] floats at kt_off[s].
+  std::vector<int64_t> kt_off(seqs_.size() + 1, 0);
+  for (size_t s = 0; s < seqs_.size(); ++s) {
+    const int64_t ld = (seqs_[s].end - seqs_[s].begin + 7) / 8 * 8;
+    kt_off[s + 1] = kt_off[s] + n_kv * ld;
+  }
+  Grow(kt_, kt_off.back());
+  pool_.ParallelFor(static_cast<int64_t>(seqs_.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t s = begin; s < end; ++s) {
+      const int32_t len = static_cast<int32_t>(seqs_[s].end - seqs_[s].begin);
+      TransposeKeys(k_.data() + seqs_[s].begin * n_kv, n_kv, len, hp.n_head_kv, static_cast<int>(hd),
+                    kt_.data() + kt_off[s], (len + 7) / 8 * 8);
+    }
+  });
   // Tasks: (tile of up to kAttnTile tokens of one sequence) x kv head, taken from a shared counter.
   std::vector<int64_t> tiles;  // first row of each tile; each tile lies in one sequence
   std::vector<int32_t> tile_seq;
@@ -133,18 +147,18 @@ void Encoder::Attend(int64_t n) {
   std::atomic<int64_t> next{0};
   auto attend = [&](int ith, int) {
     AttentionScratch& scratch = attn_scratch_[ith];
-    int32_t n_keys[kAttnTile];
     for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < n_tasks;) {
       const int g = static_cast<int>(t / n_tiles);
       const int64_t tile = t % n_tiles;
-      const Seq& seq = seqs_[tile_seq[tile]];
+      const int32_t si = tile_seq[tile];
+      const Seq& seq = seqs_[si];
       const int64_t i0 = tiles[tile], i1 = std::min(i0 + kAttnTile, seq.end);
-      KvRows rows;  // the sequence's own K/V rows, f32: no rounding, as llama.cpp without a KV cache
-      rows.type_k = rows.type_v = TensorType::kF32;
-      rows.k = reinterpret_cast<const uint8_t*>(k_.data() + seq.begin * n_kv);
-      rows.v = reinterpret_cast<const uint8_t*>(v_.data() + seq.begin * n_kv);
-      rows.k_row_bytes = rows.v_row_bytes = n_kv * sizeof(float);
-      for (int64_t i = i0; i < i1; ++i) n_keys[i - i0] = static_cast<int32_t>(seq.end - seq.begin);
+      DenseKv kv;  // the sequence's own K/V, f32: no rounding, as llama.cpp without a KV cache
+      kv.n_kv = static_cast<int32_t>(seq.end - seq.begin);
+      kv.ld = (kv.n_kv + 7) / 8 * 8;
+      kv.kt = kt_.data() + kt_off[si];
+      kv.v = v_.data() + seq.begin * n_kv;
+      kv.v_stride = n_kv;
       const int64_t off = i0 * n_q + static_cast<int64_t>(g) * group * hd;
       AttendBatch a;
       a.q = q_.data() + off;
@@ -153,9 +167,8 @@ void Encoder::Attend(int64_t n) {
       a.n_q = group;
       a.n_kv_heads = 1;
       a.n_tok = static_cast<int>(i1 - i0);
-      a.n_kv = n_keys;
       a.out = attn_.data() + off;
-      AttendTokens(AttentionMode::kStandard, a, rows, g, static_cast<int>(hd), scale, scratch);
+      AttendDenseF32(a, kv, g, static_cast<int>(hd), scale, scratch);
     }
   };
   if (n * n_kv < 4096) {
@@ -166,14 +179,14 @@ void Encoder::Attend(int64_t n) {
 }
 
 void Encoder::ReleaseScratch() {
-  for (auto* v : {&x_, &q_, &k_, &v_, &attn_, &o_, &up_}) std::vector<float>().swap(*v);
+  for (auto* v : {&x_, &q_, &k_, &v_, &kt_, &attn_, &o_, &up_}) std::vector<float>().swap(*v);
   for (auto& s : attn_scratch_) s = AttentionScratch{};
   mm_.Release();
 }
 
 size_t Encoder::scratch_bytes() const {
   size_t total = mm_.encoded.capacity() + mm_.prepared.capacity();
-  for (const auto* v : {&x_, &q_, &k_, &v_, &attn_, &o_, &up_}) total += v->capacity() * sizeof(float);
+  for (const auto* v : {&x_, &q_, &k_, &v_, &kt_, &attn_, &o_, &up_}) total += v->capacity() * sizeof(float);
   for (const auto& s : attn_scratch_) {
     total += (s.scores.capacity() + s.v_row.capacity() + s.q_f.capacity() + s.acc.capacity() +
               s.state.capacity()) *

@@ -40,7 +40,7 @@ class Encoder {
   ThreadPool& pool_;
   std::vector<Seq> seqs_;
   // Activations, [n_tokens, width] row-major.
-  std::vector<float> x_, q_, k_, v_, attn_, o_, up_;
+  std::vector<float> x_, q_, k_, v_, kt_, attn_, o_, up_;  // kt_: K transposed per sequence (DenseKv)
   std::vector<AttentionScratch> attn_scratch_;  // one per thread
   MatMulScratch mm_;
 };

@@ -70,6 +70,27 @@ struct AttendBatch {
 void AttendTokens(AttentionMode mode, const AttendBatch& a, const KvRows& kv, int g, int head_dim,
                   float scale, AttentionScratch& scratch);
 
+// An encoder's K/V (no cache): f32 rows of one sequence, K transposed per kv head into kt: kv head g's
+// dim d of key j at kt[(g * head_dim + d) * ld + j] (ld: n_kv rounded up to 8, zero-padded); V rows as
+// computed, v + j * v_stride (+ g * head_dim for head g).
+struct DenseKv {
+  const float* kt = nullptr;
+  int64_t ld = 0;
+  const float* v = nullptr;
+  int64_t v_stride = 0;
+  int32_t n_kv = 0;
+};
+
+// K rows [n_kv][k_stride] -> the transposed layout of DenseKv for n_kv_heads heads of hd.
+void TransposeKeys(const float* k, int64_t k_stride, int32_t n_kv, int n_kv_heads, int hd, float* kt,
+                   int64_t ld);
+
+// Bidirectional attention: every token and query head of `a` (a.n_kv is not read) against all kv.n_kv keys,
+// softmax(scale q.k) . v in f32 (scores 8 keys at a time, softmax with a double sum, V summed in f32): no
+// rounding, as llama.cpp computes an encoder's attention without a KV cache.
+void AttendDenseF32(const AttendBatch& a, const DenseKv& kv, int g, int head_dim, float scale,
+                    AttentionScratch& scratch);
+
 // The flash path over an F16 cache sums V rows in 8-lane (AVX2) or 16-lane (AVX-512) registers, with the same
 // operations per value (the same bits); the faster on this machine, timed once at first use (~4 ms), serves.
 // A line naming the choice and its figures, for the start-up log.
