@@ -1,11 +1,10 @@
 // `lazyslot eval`: runs token ids through the model and prints JSON in the format of ../shared/reference:
 // logits per position, a greedy continuation, or a pooled embedding. The numerics tests use the same path.
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "engine/pooling.h"
@@ -13,6 +12,7 @@
 #include "kv/kv_cache.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "ops/elementwise.h"
 
 namespace lazyslot::cli {
 namespace {
@@ -80,7 +80,11 @@ Result<nlohmann::json> Eval(const EvalOptions& o) {
   if (embed) {
     j["pooling"] = o.embed;
     j["tokens"] = tokens;
-    j["embedding"] = PoolEmbedding(pooling, out.hidden.data(), static_cast<int64_t>(out.hidden_rows.size()), hp.n_embd);
+    // L2-normalised, as ../shared/reference stores embeddings (the engine returns them raw).
+    std::vector<float> v =
+        PoolEmbedding(pooling, out.hidden.data(), static_cast<int64_t>(out.hidden_rows.size()), hp.n_embd);
+    L2Normalize(v.data(), hp.n_embd);
+    j["embedding"] = std::move(v);
     return j;
   }
   if (o.greedy > 0) {

@@ -437,7 +437,9 @@ void Engine::Impl::Step() {
 void Engine::Impl::ReleaseEncoderScratch() {
   {
     std::lock_guard<std::mutex> lock(mu);
-    if (!queue.empty()) return;  // the next pass reuses the buffers
+    for (const Pending& p : queue) {
+      if (!p.stream->cancelled()) return;  // the next pass reuses the buffers
+    }
   }
   // An encoder keeps nothing between requests: its activations, which grow with the largest pass, go back
   // to the kernel as soon as no work is left, so a long input leaves no larger scratch behind.
@@ -447,8 +449,19 @@ void Engine::Impl::ReleaseEncoderScratch() {
 
 std::vector<int> Engine::Impl::AddPrompts(Batch& batch, int32_t budget) {
   std::vector<int> progress;
+  // Slots in admission order, oldest first: an encoder's long input that waited for room goes first in the
+  // next pass, so a stream of short inputs cannot keep it waiting.
+  std::vector<Slot*> order;
   for (Slot& s : slots) {
-    if (!s.busy() || !s.in_prompt() || budget <= 0) continue;
+    if (s.busy() && s.in_prompt()) order.push_back(&s);
+  }
+  if (enc) {
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Slot* a, const Slot* b) { return a->t_start < b->t_start; });
+  }
+  for (Slot* sp : order) {
+    Slot& s = *sp;
+    if (budget <= 0) break;
     const int32_t n_prompt = static_cast<int32_t>(s.req.prompt.size());
     int32_t take = std::min(budget, n_prompt - s.n_prompt_done);
     if (enc && take < n_prompt) {
@@ -456,8 +469,9 @@ std::vector<int> Engine::Impl::AddPrompts(Batch& batch, int32_t budget) {
       take = n_prompt;
     }
     // Embedding rows to return: every row for mean pooling or unpooled output, else the pooled one (the
-    // first token for cls and an encoder's rank head, the last for last and a decoder's rank head).
-    const bool first_row = s.req.pooling == PoolingType::kCls || (enc && s.req.pooling == PoolingType::kRank);
+    // first token for cls and rank, the last for last and, as llama.cpp, for a qwen3 reranker's rank).
+    const bool first_row = s.req.pooling == PoolingType::kCls ||
+                           (s.req.pooling == PoolingType::kRank && !LastTokenRanks(*engine->model_));
     for (int32_t i = s.n_prompt_done; i < s.n_prompt_done + take; ++i) {
       uint8_t flag = Batch::kNone;
       if (s.req.embedding) {

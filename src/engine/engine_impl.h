@@ -149,6 +149,7 @@ struct Engine::Impl {
 
   // slot_state.cpp
   Result<SlotFileResult> Submit(std::shared_ptr<SlotTask> task);
+  Status CheckSlotTask(const SlotTask& task) const;  // the slot exists, saving is enabled, the name is safe
   void RunSlotTasks();
   Result<SlotFileResult> RunSlotTask(SlotTask& task);
   uint64_t ReleaseIdleNow(bool weights);  // kReleaseIdle

@@ -98,25 +98,8 @@ uint64_t Engine::Impl::ReleaseIdleNow(bool weights) {
 }
 
 Result<SlotFileResult> Engine::Impl::Submit(std::shared_ptr<SlotTask> task) {
-  if (task->kind == SlotTask::kReleaseIdle) {
-    std::future<Result<SlotFileResult>> result = task->result.get_future();
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (stop) return Unavailable("server is shutting down");
-      slot_tasks.push_back(std::move(task));
-    }
-    cv.notify_all();
-    return result.get();
-  }
-  if (task->id < 0 || task->id >= static_cast<int>(slots.size())) {
-    return InvalidArgument("slot id " + std::to_string(task->id) + " does not exist (slots 0.." +
-                           std::to_string(slots.size() - 1) + ")");
-  }
-  if (task->kind != SlotTask::kErase) {
-    if (engine->config_.slot_save_path.empty()) {
-      return Unimplemented("slot save/restore is disabled: start the server with --slot-save-path DIR");
-    }
-    LS_RETURN_IF_ERROR(CheckFilename(task->filename));
+  if (task->kind != SlotTask::kReleaseIdle) {
+    LS_RETURN_IF_ERROR(CheckSlotTask(*task));
   }
   std::future<Result<SlotFileResult>> result = task->result.get_future();
   {
@@ -126,6 +109,20 @@ Result<SlotFileResult> Engine::Impl::Submit(std::shared_ptr<SlotTask> task) {
   }
   cv.notify_all();
   return result.get();
+}
+
+Status Engine::Impl::CheckSlotTask(const SlotTask& task) const {
+  if (task.id < 0 || task.id >= static_cast<int>(slots.size())) {
+    return InvalidArgument("slot id " + std::to_string(task.id) + " does not exist (slots 0.." +
+                           std::to_string(slots.size() - 1) + ")");
+  }
+  if (task.kind != SlotTask::kErase) {
+    if (engine->config_.slot_save_path.empty()) {
+      return Unimplemented("slot save/restore is disabled: start the server with --slot-save-path DIR");
+    }
+    LS_RETURN_IF_ERROR(CheckFilename(task.filename));
+  }
+  return Status::Ok();
 }
 
 void Engine::Impl::RunSlotTasks() {

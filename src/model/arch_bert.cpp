@@ -22,12 +22,6 @@ namespace {
 // Rows per thread before a row-wise step is split over the pool.
 constexpr int64_t kRowGrain = 4;
 
-void AddBias(float* y, const std::vector<float>& b, int64_t n_rows) {
-  if (b.empty()) return;
-  const int64_t w = static_cast<int64_t>(b.size());
-  for (int64_t i = 0; i < n_rows; ++i) AddInPlace(y + i * w, b.data(), w);
-}
-
 }  // namespace
 
 // One post-norm layer over x_ [n, n_embd]:
@@ -41,12 +35,12 @@ void Encoder::BertLayer(int il, int64_t n) {
 
   const MatMulTarget qkv[3] = {{&L.wq, q_.data(), n_q}, {&L.wk, k_.data(), n_kv}, {&L.wv, v_.data(), n_kv}};
   MatMulMulti(pool_, qkv, 3, x_.data(), n, mm_);
-  AddBias(q_.data(), L.bq, n);
-  AddBias(k_.data(), L.bk, n);
-  AddBias(v_.data(), L.bv, n);
+  AddBiasRows(q_.data(), L.bq, n);
+  AddBiasRows(k_.data(), L.bk, n);
+  AddBiasRows(v_.data(), L.bv, n);
   Attend(n);
   MatMul(pool_, L.wo, attn_.data(), n, o_.data(), n_embd, mm_);
-  AddBias(o_.data(), L.bo, n);
+  AddBiasRows(o_.data(), L.bo, n);
   pool_.ParallelFor(n, kRowGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       float* x = x_.data() + i * n_embd;
@@ -64,7 +58,7 @@ void Encoder::BertLayer(int il, int64_t n) {
     }
   });
   MatMul(pool_, L.w_down, up_.data(), n, o_.data(), n_embd, mm_);
-  AddBias(o_.data(), L.b_down, n);
+  AddBiasRows(o_.data(), L.b_down, n);
   pool_.ParallelFor(n, kRowGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       float* x = x_.data() + i * n_embd;

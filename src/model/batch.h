@@ -2,7 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "core/status.h"
 
 namespace lazyslot {
 
@@ -28,6 +31,25 @@ struct Batch {
   }
   int32_t size() const { return static_cast<int32_t>(tokens.size()); }
 };
+
+// What every pass checks first: a non-empty batch, arrays of one length, token ids inside [0, n_vocab).
+// `who` starts the messages ("forward", "encoder").
+inline Status CheckBatch(const Batch& b, int32_t n_vocab, const char* who) {
+  const std::string w(who);
+  if (b.size() == 0) return InvalidArgument(w + ": empty batch");
+  if (b.pos.size() != b.tokens.size() || b.slot.size() != b.tokens.size() ||
+      b.output.size() != b.tokens.size()) {
+    return InvalidArgument(w + ": batch arrays differ in length");
+  }
+  for (int32_t i = 0; i < b.size(); ++i) {
+    if (b.tokens[i] < 0 || b.tokens[i] >= n_vocab) {
+      return InvalidArgument(w + ": token id " + std::to_string(b.tokens[i]) + " at batch index " +
+                             std::to_string(i) + " is outside the vocabulary [0, " + std::to_string(n_vocab) +
+                             ")");
+    }
+  }
+  return Status::Ok();
+}
 
 // Results for the tokens whose output flags were set, in batch order.
 struct ForwardOutput {

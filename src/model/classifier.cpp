@@ -9,6 +9,8 @@
 
 namespace lazyslot {
 
+bool LastTokenRanks(const Model& model) { return model.hparams().arch == "qwen3"; }
+
 std::vector<float> ClassifierScores(const Model& model, ThreadPool& pool, const float* pooled,
                                     int64_t n_rows) {
   const ClassifierWeights& c = model.classifier();
@@ -31,7 +33,7 @@ std::vector<float> ClassifierScores(const Model& model, ThreadPool& pool, const 
   for (int64_t r = 0; r < n_rows; ++r) {
     float* s = scores.data() + r * n_out;
     if (!c.out_b.empty()) AddInPlace(s, c.out_b.data(), n_out);
-    if (model.arch().encoder) continue;
+    if (!LastTokenRanks(model)) continue;
     const float mx = *std::max_element(s, s + n_out);
     double sum = 0;
     for (int64_t i = 0; i < n_out; ++i) sum += s[i] = std::exp(s[i] - mx);

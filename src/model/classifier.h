@@ -9,8 +9,12 @@
 
 namespace lazyslot {
 
+// Whether rank pooling reads the last token (qwen3: Qwen3-Reranker, whose head is softmaxed) rather than the
+// first ([CLS]), as llama.cpp decides it.
+bool LastTokenRanks(const Model& model);
+
 // pooled: [n_rows, n_embd] (bert: the [CLS] row; a decoder: the last token's row after output_norm).
-// Returns [n_rows, n_cls_out]: cls.output(tanh(cls(h))), or cls.output(h) without `cls`; for a decoder
+// Returns [n_rows, n_cls_out]: cls.output(tanh(cls(h))), or cls.output(h) without `cls`; for qwen3
 // (Qwen3-Reranker: the "yes"/"no" rows of its lm_head) a softmax over them follows.
 std::vector<float> ClassifierScores(const Model& model, ThreadPool& pool, const float* pooled,
                                     int64_t n_rows);

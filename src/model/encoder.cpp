@@ -28,19 +28,10 @@ Encoder::Encoder(const Model& model, ThreadPool& pool) : model_(model), pool_(po
 Status Encoder::Split(const Batch& b) {
   const HParams& hp = model_.hparams();
   const int64_t n = b.size();
-  if (n == 0) return InvalidArgument("encoder: empty batch");
-  if (b.pos.size() != b.tokens.size() || b.slot.size() != b.tokens.size() ||
-      b.output.size() != b.tokens.size()) {
-    return InvalidArgument("encoder: batch arrays differ in length");
-  }
+  LS_RETURN_IF_ERROR(CheckBatch(b, hp.n_vocab, "encoder"));
   seqs_.clear();
   std::vector<int32_t> seen;
   for (int64_t i = 0; i < n; ++i) {
-    if (b.tokens[i] < 0 || b.tokens[i] >= hp.n_vocab) {
-      return InvalidArgument("encoder: token id " + std::to_string(b.tokens[i]) + " at batch index " +
-                             std::to_string(i) + " is outside the vocabulary [0, " +
-                             std::to_string(hp.n_vocab) + ")");
-    }
     if (b.output[i] & Batch::kLogits) {
       return InvalidArgument("encoder: " + hp.arch + " computes hidden states only, not logits");
     }

@@ -21,12 +21,6 @@ constexpr int64_t kAttnTile = 8;
 // machine).
 constexpr int64_t kMinAttnTasksPerThread = 2;
 
-void AddBias(float* y, const std::vector<float>& b, int64_t n_rows) {
-  if (b.empty()) return;
-  const int64_t w = static_cast<int64_t>(b.size());
-  for (int64_t i = 0; i < n_rows; ++i) AddInPlace(y + i * w, b.data(), w);
-}
-
 template <typename T>
 void Grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -42,20 +36,11 @@ Forward::Forward(const Model& model, KvCache& kv, ThreadPool& pool, AttentionMod
 Status Forward::Validate(const Batch& b) const {
   const HParams& hp = model_.hparams();
   const int n = b.size();
-  if (n == 0) return InvalidArgument("forward: empty batch");
-  if (b.pos.size() != b.tokens.size() || b.slot.size() != b.tokens.size() ||
-      b.output.size() != b.tokens.size()) {
-    return InvalidArgument("forward: batch arrays differ in length");
-  }
+  LS_RETURN_IF_ERROR(CheckBatch(b, hp.n_vocab, "forward"));
   std::vector<int32_t> next(kv_.config().n_slot);
   for (int s = 0; s < kv_.config().n_slot; ++s) next[s] = kv_.n_cells(s);
   for (int i = 0; i < n; ++i) {
     const int32_t s = b.slot[i];
-    if (b.tokens[i] < 0 || b.tokens[i] >= hp.n_vocab) {
-      return InvalidArgument("forward: token id " + std::to_string(b.tokens[i]) + " at batch index " +
-                             std::to_string(i) + " is outside the vocabulary [0, " +
-                             std::to_string(hp.n_vocab) + ")");
-    }
     if (s < 0 || s >= kv_.config().n_slot) {
       return InvalidArgument("forward: slot " + std::to_string(s) + " does not exist");
     }
@@ -113,7 +98,7 @@ Status Forward::Run(const Batch& b, ForwardOutput* out) {
   if (n_logits > 0) {
     final_norm(out->logit_rows);
     MatMul(pool_, model_.output(), h_.data(), n_logits, out->logits.data(), hp.n_vocab, mm_);
-    AddBias(out->logits.data(), model_.output_bias(), n_logits);
+    AddBiasRows(out->logits.data(), model_.output_bias(), n_logits);
   }
   return Status::Ok();
 }
@@ -132,9 +117,9 @@ void Forward::Layer(int il, const Batch& b) {
   });
   const MatMulTarget qkv[3] = {{&L.wq, q_.data(), n_q}, {&L.wk, k_.data(), n_kv}, {&L.wv, v_.data(), n_kv}};
   MatMulMulti(pool_, qkv, 3, h_.data(), n, mm_);  // one encoding of h, one pass over the pool
-  AddBias(q_.data(), L.bq, n);
-  AddBias(k_.data(), L.bk, n);
-  AddBias(v_.data(), L.bv, n);
+  AddBiasRows(q_.data(), L.bq, n);
+  AddBiasRows(k_.data(), L.bk, n);
+  AddBiasRows(v_.data(), L.bv, n);
 
   // 4-5. qwen3 per-head q/k norms, then RoPE; K and V rows go into the slot's cells (converted to the
   // cache type: this write is what commits the KV pages).
@@ -225,7 +210,7 @@ void Forward::Layer(int il, const Batch& b) {
 
   // 7. x += Wo . attn (+ bias)
   MatMul(pool_, L.wo, attn_.data(), n, o_.data(), n_embd, mm_);
-  AddBias(o_.data(), L.bo, n);
+  AddBiasRows(o_.data(), L.bo, n);
 
   // 8. x += W_down . (silu(W_gate . h) * (W_up . h)), h = RMSNorm(x) * ffn_norm. The row-wise steps run on
   // the pool for prompts (one thread doing them alone was ~7% of pp512; a token's rows stay inline).
@@ -239,13 +224,13 @@ void Forward::Layer(int il, const Batch& b) {
   });
   const MatMulTarget gate_up[2] = {{&L.w_gate, gate_.data(), hp.n_ff}, {&L.w_up, up_.data(), hp.n_ff}};
   MatMulMulti(pool_, gate_up, 2, h_.data(), n, mm_);
-  AddBias(gate_.data(), L.b_gate, n);
-  AddBias(up_.data(), L.b_up, n);
+  AddBiasRows(gate_.data(), L.b_gate, n);
+  AddBiasRows(up_.data(), L.b_up, n);
   pool_.ParallelFor(n, kRowGrain, [&](int64_t begin, int64_t end) {
     SwiGlu(gate_.data() + begin * hp.n_ff, up_.data() + begin * hp.n_ff, (end - begin) * hp.n_ff);
   });
   MatMul(pool_, L.w_down, gate_.data(), n, o_.data(), n_embd, mm_);
-  AddBias(o_.data(), L.b_down, n);
+  AddBiasRows(o_.data(), L.b_down, n);
   pool_.ParallelFor(n * n_embd, kRowGrain * n_embd, [&](int64_t begin, int64_t end) {
     for (int64_t e = begin; e < end; ++e) x_[e] += o_[e];
   });

@@ -58,6 +58,21 @@ Result<std::vector<float>> BindVector(const gguf::File& f, const std::string& na
   return v;
 }
 
+// The attention projections of layer il, every architecture alike: q/k/v/output with optional biases.
+Status BindAttention(const gguf::File& f, const HParams& hp, int il, LayerWeights* l) {
+  const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+  auto name = [il](const char* s) { return tn::Blk(il, s); };
+  LS_ASSIGN_OR_RETURN(l->wq, BindMatrix(f, name(tn::kAttnQ), n_embd, n_q));
+  LS_ASSIGN_OR_RETURN(l->wk, BindMatrix(f, name(tn::kAttnK), n_embd, n_kv));
+  LS_ASSIGN_OR_RETURN(l->wv, BindMatrix(f, name(tn::kAttnV), n_embd, n_kv));
+  LS_ASSIGN_OR_RETURN(l->bq, BindVector(f, name(tn::kAttnQBias), n_q, true));
+  LS_ASSIGN_OR_RETURN(l->bk, BindVector(f, name(tn::kAttnKBias), n_kv, true));
+  LS_ASSIGN_OR_RETURN(l->bv, BindVector(f, name(tn::kAttnVBias), n_kv, true));
+  LS_ASSIGN_OR_RETURN(l->wo, BindMatrix(f, name(tn::kAttnOutput), n_q, n_embd));
+  LS_ASSIGN_OR_RETURN(l->bo, BindVector(f, name(tn::kAttnOutputBias), n_embd, true));
+  return Status::Ok();
+}
+
 }  // namespace
 
 const ArchSpec* FindArch(const std::string& name) {
@@ -198,7 +213,7 @@ Status Model::ReadHParams() {
 
 Status Model::BindWeights() {
   const gguf::File& f = *file_;
-  const int64_t n_embd = hp_.n_embd, n_q = hp_.n_embd_q(), n_kv = hp_.n_embd_kv(), n_ff = hp_.n_ff;
+  const int64_t n_embd = hp_.n_embd, n_ff = hp_.n_ff;
   LS_ASSIGN_OR_RETURN(token_embd_, BindMatrix(f, tn::kTokenEmbd, n_embd, hp_.n_vocab));
   LS_ASSIGN_OR_RETURN(output_norm_, BindVector(f, tn::kOutputNorm, n_embd, false));
   tied_ = f.FindTensor(tn::kOutput) == nullptr;
@@ -218,18 +233,11 @@ Status Model::BindWeights() {
     LayerWeights& l = layers_[il];
     auto name = [il](const char* s) { return tn::Blk(il, s); };
     LS_ASSIGN_OR_RETURN(l.attn_norm, BindVector(f, name(tn::kAttnNorm), n_embd, false));
-    LS_ASSIGN_OR_RETURN(l.wq, BindMatrix(f, name(tn::kAttnQ), n_embd, n_q));
-    LS_ASSIGN_OR_RETURN(l.wk, BindMatrix(f, name(tn::kAttnK), n_embd, n_kv));
-    LS_ASSIGN_OR_RETURN(l.wv, BindMatrix(f, name(tn::kAttnV), n_embd, n_kv));
-    LS_ASSIGN_OR_RETURN(l.bq, BindVector(f, name(tn::kAttnQBias), n_q, true));
-    LS_ASSIGN_OR_RETURN(l.bk, BindVector(f, name(tn::kAttnKBias), n_kv, true));
-    LS_ASSIGN_OR_RETURN(l.bv, BindVector(f, name(tn::kAttnVBias), n_kv, true));
+    LS_RETURN_IF_ERROR(BindAttention(f, hp_, il, &l));
     if (arch_->qk_norm) {
       LS_ASSIGN_OR_RETURN(l.q_norm, BindVector(f, name(tn::kAttnQNorm), hp_.head_dim, false));
       LS_ASSIGN_OR_RETURN(l.k_norm, BindVector(f, name(tn::kAttnKNorm), hp_.head_dim, false));
     }
-    LS_ASSIGN_OR_RETURN(l.wo, BindMatrix(f, name(tn::kAttnOutput), n_q, n_embd));
-    LS_ASSIGN_OR_RETURN(l.bo, BindVector(f, name(tn::kAttnOutputBias), n_embd, true));
     LS_ASSIGN_OR_RETURN(l.ffn_norm, BindVector(f, name(tn::kFfnNorm), n_embd, false));
     LS_ASSIGN_OR_RETURN(l.w_gate, BindMatrix(f, name(tn::kFfnGate), n_embd, n_ff));
     LS_ASSIGN_OR_RETURN(l.w_up, BindMatrix(f, name(tn::kFfnUp), n_embd, n_ff));
@@ -243,10 +251,11 @@ Status Model::BindWeights() {
 
 Status Model::BindEncoderWeights() {
   const gguf::File& f = *file_;
-  const int64_t n_embd = hp_.n_embd, n_q = hp_.n_embd_q(), n_kv = hp_.n_embd_kv(), n_ff = hp_.n_ff;
+  const int64_t n_embd = hp_.n_embd, n_ff = hp_.n_ff;
   LS_ASSIGN_OR_RETURN(token_embd_, BindMatrix(f, tn::kTokenEmbd, n_embd, hp_.n_vocab));
   LS_ASSIGN_OR_RETURN(position_embd_, BindMatrix(f, tn::kPositionEmbd, n_embd, hp_.n_ctx_train));
   if (const gguf::TensorInfo* t = f.FindTensor(tn::kTokenTypes)) {
+    if (t->ne[1] < 1) return Corrupt("model: " + f.path() + ": tensor 'token_types.weight' has no rows");
     LS_ASSIGN_OR_RETURN(token_types_, BindMatrix(f, tn::kTokenTypes, n_embd, t->ne[1]));
   }
   LS_ASSIGN_OR_RETURN(token_embd_norm_, BindVector(f, tn::kTokenEmbdNorm, n_embd, false));
@@ -258,14 +267,7 @@ Status Model::BindEncoderWeights() {
     if (f.FindTensor(name(tn::kAttnQkv))) {
       return Unimplemented("model: " + f.path() + ": fused attn_qkv tensors are not supported yet");
     }
-    LS_ASSIGN_OR_RETURN(l.wq, BindMatrix(f, name(tn::kAttnQ), n_embd, n_q));
-    LS_ASSIGN_OR_RETURN(l.wk, BindMatrix(f, name(tn::kAttnK), n_embd, n_kv));
-    LS_ASSIGN_OR_RETURN(l.wv, BindMatrix(f, name(tn::kAttnV), n_embd, n_kv));
-    LS_ASSIGN_OR_RETURN(l.bq, BindVector(f, name(tn::kAttnQBias), n_q, true));
-    LS_ASSIGN_OR_RETURN(l.bk, BindVector(f, name(tn::kAttnKBias), n_kv, true));
-    LS_ASSIGN_OR_RETURN(l.bv, BindVector(f, name(tn::kAttnVBias), n_kv, true));
-    LS_ASSIGN_OR_RETURN(l.wo, BindMatrix(f, name(tn::kAttnOutput), n_q, n_embd));
-    LS_ASSIGN_OR_RETURN(l.bo, BindVector(f, name(tn::kAttnOutputBias), n_embd, true));
+    LS_RETURN_IF_ERROR(BindAttention(f, hp_, il, &l));
     LS_ASSIGN_OR_RETURN(l.attn_out_norm, BindVector(f, name(tn::kAttnOutputNorm), n_embd, false));
     LS_ASSIGN_OR_RETURN(l.attn_out_norm_b, BindVector(f, name(tn::kAttnOutputNormBias), n_embd, false));
     if (f.FindTensor(name(tn::kFfnGate))) {

@@ -131,6 +131,12 @@ void AddInPlace(float* x, const float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
+void AddBiasRows(float* y, const std::vector<float>& b, int64_t n_rows) {
+  if (b.empty()) return;
+  const int64_t w = static_cast<int64_t>(b.size());
+  for (int64_t i = 0; i < n_rows; ++i) AddInPlace(y + i * w, b.data(), w);
+}
+
 void L2Normalize(float* x, int64_t n) {
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];

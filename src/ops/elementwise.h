@@ -42,6 +42,9 @@ void Gelu(float* x, int64_t n);
 // x[i] += y[i]
 void AddInPlace(float* x, const float* y, int64_t n);
 
+// y[i * w + e] += b[e] for each of n_rows rows, w = b.size(); nothing when b is empty (an absent bias).
+void AddBiasRows(float* y, const std::vector<float>& b, int64_t n_rows);
+
 // L2-normalises x in place (no-op for the zero vector).
 void L2Normalize(float* x, int64_t n);
 

@@ -337,7 +337,14 @@ Result<Router::Held> Router::Ensure(const std::string& name, bool autoload, bool
       lock.unlock();
       const FileIdentity now = IdentifyFile(inst->entry->path);
       lock.lock();
-      if (slot->inst != inst || slot->unloading) continue;
+      if (slot->inst != inst || slot->unloading) {
+        // Unloaded meanwhile: this copy may be the engine's last reference; destroy it without the lock
+        // (~Engine joins a scheduler that may wait for another model's step).
+        lock.unlock();
+        inst.reset();
+        lock.lock();
+        continue;
+      }
       const std::string change = DescribeFileChange(inst->file, now);
       if (!change.empty()) {
         Status err = FileChanged(id, inst->entry->path, change, /*loaded=*/true);
@@ -457,11 +464,11 @@ Status Router::Unload(const std::string& id_or_alias) {
   const auto deadline = DeadlineIn(timeout);
   std::shared_ptr<Instance> inst = slot->inst;
   st.cv.wait_until(lock, deadline, [&] { return inst->leases == 0; });
-  inst.reset();
   Detached d = DetachLocked(st, id, *slot, "unload");
   slot->unloading = false;
   st.cv.notify_all();
   lock.unlock();
+  inst.reset();  // without the lock: it may be the engine's last reference
   DropInstance(st, std::move(d));
   return Status::Ok();
 }
