@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,9 +102,5 @@ bool CheckEmbeddingsServed(const ServerState& st, httplib::Response& res);
 // 501 -> 424 Backend, 503 -> 429 Overloaded (the drain: 503 Unhealthy), others keep their status (Backend).
 void SetTeiError(httplib::Response& res, int status, const std::string& message, const char* error_type);
 void ConvertToTeiError(httplib::Response& res);
-
-using RouteHandler = std::function<void(ServerState&, const httplib::Request&, httplib::Response&)>;
-// Wraps a route: exceptions become 500, and with `tei` every error leaves in TEI's shape.
-httplib::Server::Handler GuardRoute(ServerState& st, RouteHandler fn, bool tei);
 
 }  // namespace lazyslot::server

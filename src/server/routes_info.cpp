@@ -176,17 +176,7 @@ std::string WhyNotReady(const ServerState& st) {
 
 void RegisterInfoRoutes(ServerState& st) {
   // Handlers other than /health run only once the engine is ready (the pre-routing hook answers 503 before).
-  auto guard = [&st](auto fn) {
-    return [&st, fn](const httplib::Request& req, httplib::Response& res) {
-      try {
-        fn(st, req, res);
-      } catch (const std::exception& e) {
-        SetError(res, 500, std::string("internal error: ") + e.what());
-      } catch (...) {
-        SetError(res, 500, "internal error");
-      }
-    };
-  };
+  auto guard = [&st](RouteHandler fn) { return GuardRoute(st, std::move(fn)); };
   // Liveness; with ?ready=1 also readiness: 503 when a new request would have to wait.
   auto health = [](ServerState& s, const httplib::Request& req, httplib::Response& res) {
     if (!s.ready.load()) return SetError(res, 503, "Loading model");

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,6 +76,10 @@ class ActiveRequest {
  private:
   ServerState* st_;
 };
+
+using RouteHandler = std::function<void(ServerState&, const httplib::Request&, httplib::Response&)>;
+// Wraps a route: exceptions become 500, and with `tei` every error leaves in TEI's shape (embed_batch.cpp).
+httplib::Server::Handler GuardRoute(ServerState& st, RouteHandler fn, bool tei = false);
 
 // Why a new request would have to wait now (queue not empty, no idle slot, KV budget reserved), or "" when
 // it would start at once: the readiness of /health?ready=1 and /slots?fail_on_no_slot=1.
