@@ -18,6 +18,7 @@ namespace router_internal {
 struct Instance {
   std::unique_ptr<Engine> engine;
   std::shared_ptr<const CatalogEntry> entry;
+  std::shared_ptr<void> attachment;  // RouterConfig::attach's result
   FileIdentity file;  // stat before the load
   int leases = 0;     // guarded by State::mu
   int64_t loaded_since_ms = 0;
@@ -169,6 +170,14 @@ Result<std::shared_ptr<Instance>> LoadInstance(const State& st, std::shared_ptr<
     return Status(engine.status().code(), "model '" + entry->id + "' (" + entry->path +
                                               ") failed to load: " + engine.status().message());
   }
+  if (st.config.attach) {
+    Result<std::shared_ptr<void>> attached = st.config.attach(*entry, **engine);
+    if (!attached.ok()) {
+      return Status(attached.status().code(), "model '" + entry->id + "' (" + entry->path +
+                                                  ") failed to load: " + attached.status().message());
+    }
+    inst->attachment = std::move(attached).value();
+  }
   LS_LOG_INFO("router: model '%s' loaded from %s in %.0f ms", entry->id.c_str(), entry->path.c_str(),
               std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   inst->engine = std::move(engine).value();
@@ -230,6 +239,7 @@ ModelLease::~ModelLease() { Release(); }
 
 Engine& ModelLease::engine() const { return *inst_->engine; }
 const CatalogEntry& ModelLease::entry() const { return *inst_->entry; }
+const std::shared_ptr<void>& ModelLease::attachment() const { return inst_->attachment; }
 
 void ModelLease::Release() {
   if (!inst_) return;

@@ -38,6 +38,11 @@ struct RouterConfig {
   // the engine is created (a slow callback delays that load), kLoaded after, kUnloaded after an unload,
   // eviction or failed load. Sleeping is the engine's own doing and is only seen in List().
   std::function<void(const std::string& id, ModelStatus status)> on_status;
+  // Called after a model's engine is created, outside the router's lock, to build what the caller keeps per
+  // loaded model (the server: its chat template and tool-call format). An error fails the load with that
+  // status, as a failed Engine::Create would. The result lives as long as the engine
+  // (ModelLease::attachment).
+  std::function<Result<std::shared_ptr<void>>(const CatalogEntry& entry, Engine& engine)> attach;
 };
 
 // One model as List() shows it.
@@ -88,6 +93,8 @@ class ModelLease {
   Engine& engine() const;
   const CatalogEntry& entry() const;  // the catalogue entry the model was loaded from
   const std::string& id() const { return entry().id; }
+  // What RouterConfig::attach built for this load (null without a hook).
+  const std::shared_ptr<void>& attachment() const;
   void Release();
 
  private:
