@@ -46,6 +46,11 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
     return InvalidArgument(
         "--kv-budget cannot be combined with --kv-eager (eager mode commits the whole cache)");
   }
+  if (config.kv_eager && config.memory_budget) {
+    return InvalidArgument(
+        "--memory-budget cannot be combined with --kv-eager (eager mode commits the whole "
+        "cache)");
+  }
   if (config.idle_timeout_s < 0 || config.idle_release_weights_s < 0) {
     return InvalidArgument("--idle-timeout and --idle-release-weights must not be negative");
   }
@@ -127,6 +132,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
     impl->own_pool = std::make_unique<ThreadPool>(config.n_threads);
     impl->pool = impl->own_pool.get();
   }
+  if (config.memory_budget) {
+    LS_RETURN_IF_ERROR(impl->OpenBudget(config, n_slots));
+    e->config_.memory_account = impl->account;
+  }
   if (encoder) {
     impl->enc = std::make_unique<Encoder>(*e->model_, *impl->pool);
   } else {
@@ -145,12 +154,21 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
   }
   impl->PublishSlotInfo();
   e->impl_ = std::move(impl);
+  if (e->impl_->account) {
+    Impl* p = e->impl_.get();
+    p->waker = std::make_shared<BudgetWaker>([p] {
+      p->budget_wake.store(true);
+      p->cv.notify_all();
+    });
+    p->account->SetWaker(p->waker);
+  }
   e->impl_->thread = std::thread([p = e->impl_.get()] { p->Loop(); });
   return e;
 }
 
 Engine::~Engine() {
   if (!impl_) return;
+  if (impl_->waker) impl_->waker->Disarm();
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->stop = true;
@@ -165,6 +183,16 @@ Engine::~Engine() {
     if (s.busy()) s.stream->Push(ev);
   }
   for (auto& t : impl_->slot_tasks) t->result.set_value(ev.error);
+  if (impl_->account) {
+    // The budget is refunded (with config_, last) only once the memory is gone: the KV arena, the scratch,
+    // the weights' mapping and the heap, which malloc_trim hands back to the kernel.
+    impl_->account->StopWaiting();
+    impl_.reset();
+    grammar_vocab_.reset();
+    tokenizer_.reset();
+    model_.reset();
+    malloc_trim(0);
+  }
 }
 
 Result<std::shared_ptr<RequestStream>> Engine::Submit(GenerationRequest req) {
@@ -194,6 +222,19 @@ Result<std::shared_ptr<RequestStream>> Engine::Submit(GenerationRequest req) {
     return reject(OutOfRange("the prompt has " + std::to_string(n_prompt) +
                              " tokens, but a slot's context holds " + std::to_string(n_ctx_slot_) +
                              (req.embedding ? "" : " (including at least one generated token)")));
+  }
+  if (impl_->account) {
+    // It could never fit, even with every other model's memory released.
+    const BudgetCharge& f = impl_->fixed;
+    const uint64_t kv_need = impl_->enc ? 0 : impl_->kv->BytesForCells(need);
+    const uint64_t limit = impl_->account->budget().limit();
+    if (f.total() + kv_need > limit) {
+      return reject(ResourceExhausted(
+          "the request needs " + std::to_string(f.total() + kv_need) + " bytes under --memory-budget " +
+          std::to_string(limit) + ": " + std::to_string(kv_need) + " bytes of KV for " +
+          std::to_string(need) + " cells and the model's own " + std::to_string(f.total()) + " (" +
+          DescribeCharge(f) + "); the budget now holds " + impl_->account->budget().Describe()));
+    }
   }
   if (need > impl_->capacity_cells) {
     // It could never fit, even alone with every other slot's KV released.
@@ -289,6 +330,7 @@ void Engine::Impl::PublishSlotInfo() {
   }
   const uint64_t committed = kv->committed_bytes();
   const size_t scratch = scratch_bytes();
+  SyncKvCharge();
   std::lock_guard<std::mutex> lock(mu);
   stats.slots = std::move(info);
   stats.kv_committed_bytes = committed;
@@ -306,11 +348,17 @@ void Engine::Impl::Loop() {
       for (;;) {
         if (stop) return;
         if (!slot_tasks.empty()) break;
+        budget_wake.store(false);
         AdmitQueued();
         if (AnyBusy()) break;
-        // Nothing to run: sleep until new work arrives or an idle release falls due.
+        // Nothing to run: sleep until new work arrives or an idle release falls due. A request waiting for
+        // the shared budget is retried when the budget wakes this thread (a refund), and at least every
+        // 50 ms, since a wake-up may come between the admission above and this wait.
+        if (budget_wake.load()) continue;
         const std::optional<Clock::time_point> due = NextIdleDeadline();
-        if (!due) {
+        if (budget_blocked && !queue.empty()) {
+          cv.wait_for(lock, std::chrono::milliseconds(50));
+        } else if (!due) {
           cv.wait(lock);
         } else if (cv.wait_until(lock, *due) == std::cv_status::timeout && queue.empty() &&
                    slot_tasks.empty()) {

@@ -16,6 +16,7 @@
 
 #include "core/status.h"
 #include "engine/logprobs.h"
+#include "engine/memory_budget.h"
 #include "engine/sampler.h"
 #include "grammar/grammar.h"
 #include "model/model.h"
@@ -55,6 +56,13 @@ struct EngineConfig {
   double idle_timeout_s = 0;          // > 0: after this long with no work, release all KV and the scratch
   double idle_release_weights_s = 0;  // > 0: after this long with no work, drop the weights' resident pages
   std::string slot_save_path;         // directory for slot save/restore; empty = disabled
+  // A budget shared with other engines (the router's --memory-budget; memory_budget.h), null = none. The
+  // engine charges its fixed cost (weights, scratch bound, heap overhead: Engine::EstimateCharge) and every
+  // request's worst-case KV to `memory_account` (opened on the budget if null; the router passes one it
+  // has already charged with the estimate). The account lives as long as the engine and is refunded after
+  // the engine's memory is freed.
+  std::shared_ptr<MemoryBudget> memory_budget;
+  std::shared_ptr<BudgetAccount> memory_account;
   bool warmup = true;  // one throw-away token at start (pages the weights in, as llama-server's warm-up)
 };
 
@@ -156,7 +164,7 @@ struct EngineStats {
   uint64_t prompt_tokens_total = 0, generated_tokens_total = 0;
   double prompt_seconds_total = 0, generation_seconds_total = 0;
   uint64_t kv_reserved_bytes = 0, kv_committed_bytes = 0;
-  uint64_t kv_budget_bytes = 0;       // 0: no budget
+  uint64_t kv_budget_bytes = 0;       // 0: no budget (--kv-budget)
   uint64_t kv_budget_used_bytes = 0;  // sum of the slots' budget_bytes
   uint64_t kv_peak_committed_bytes = 0;
   uint64_t prompt_tokens_cached_total = 0;
@@ -186,8 +194,15 @@ struct SlotFileResult {
 
 class Engine {
  public:
-  // Loads the model and tokenizer, reserves (does not commit) the KV cache, starts the scheduler.
+  // Loads the model and tokenizer, reserves (does not commit) the KV cache, starts the scheduler. With a
+  // memory_budget the fixed cost is charged first: kResourceExhausted (with the figures) if it does not fit.
   static Result<std::unique_ptr<Engine>> Create(const EngineConfig& config);
+  // What an engine of `config` charges a memory budget before any request (kv 0): the tensor bytes, the
+  // scratch bound for its n_batch and slots, and the heap overhead estimate. Maps the file and reads its
+  // header, commits nothing else.
+  static Result<BudgetCharge> EstimateCharge(const EngineConfig& config);
+  // The engine's current charge to its memory budget (all zero without one).
+  BudgetCharge budget_charge() const;
   ~Engine();
 
   const Model& model() const { return *model_; }

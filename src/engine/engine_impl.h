@@ -3,6 +3,7 @@
 // Everything but the fields guarded by `mu` belongs to the scheduler thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -95,7 +96,18 @@ struct Engine::Impl {
   bool weights_released = false;
   bool weights_paging_in = false;  // released weights are being touched again by the current step
 
-  mutable std::mutex mu;  // guards queue, slot_tasks, stop, stats
+  // Shared memory budget (EngineConfig::memory_budget; shared_budget.cpp), scheduler thread. The account
+  // holds fixed.weights while weights_charged, fixed.scratch while scratch_charged, fixed.overhead always,
+  // and kv_charged >= the slots' KV figure (BudgetUsedExcept(-1)), refunded down to it after every step.
+  std::shared_ptr<BudgetAccount> account;  // null: no shared budget
+  std::shared_ptr<BudgetWaker> waker;      // wakes the scheduler when the budget may have room
+  BudgetCharge fixed;
+  bool weights_charged = false, scratch_charged = false;
+  uint64_t kv_charged = 0;
+  std::atomic<bool> budget_wake{false};  // set by the waker; the scheduler re-runs admission
+  bool budget_blocked = false;           // guarded by mu: admission waits for the shared budget
+
+  mutable std::mutex mu;  // guards queue, slot_tasks, stop, stats, budget_blocked
   std::condition_variable cv;
   std::deque<Pending> queue;
   std::deque<std::shared_ptr<SlotTask>> slot_tasks;
@@ -147,6 +159,19 @@ struct Engine::Impl {
   void MarkWork();
   void Warmup();
 
+  // shared_budget.cpp
+  // Computes the fixed cost, opens (or adopts) the account and charges it; caps one request's cells at what
+  // the budget leaves beside the fixed cost. Errors: kResourceExhausted with the figures.
+  Status OpenBudget(const EngineConfig& cfg, int n_slots);
+  // Charges what admitting a request into slot `except` with `reserve` bytes of worst-case KV adds (and the
+  // weights and scratch if they were refunded), evicting this engine's own idle KV first; on failure the
+  // account waits and the reclaimer is asked for room (caller holds `mu`).
+  bool ChargeAdmission(int except, uint64_t reserve);
+  // Refunds KV charged beyond what the slots hold or reserve now.
+  void SyncKvCharge();
+  void RefundWeights();
+  void RefundScratch();
+
   // slot_state.cpp
   Result<SlotFileResult> Submit(std::shared_ptr<SlotTask> task);
   Status CheckSlotTask(const SlotTask& task) const;  // the slot exists, saving is enabled, the name is safe
@@ -157,6 +182,10 @@ struct Engine::Impl {
 
 // Longest common prefix of a slot's kept tokens and a prompt.
 int32_t CommonPrefix(const std::vector<TokenId>& a, const std::vector<TokenId>& b);
+
+// What an engine with these slots charges a memory budget before any request (shared_budget.cpp).
+BudgetCharge FixedChargeFor(const Model& model, const EngineConfig& cfg, int n_slots, int32_t n_ctx_slot,
+                            int n_threads);
 
 // Identity of a model's weights for slot files: a hash of the tensor table and the small norm vectors.
 uint64_t ModelIdentity(const Model& model);

@@ -98,6 +98,10 @@ void Engine::Impl::AdmitQueued() {
       ++it;
     }
   }
+  if (queue.empty() && budget_blocked) {  // whatever waited for the shared budget is gone
+    budget_blocked = false;
+    account->StopWaiting();
+  }
   // In arrival order. A request waiting for something only it needs (the slot it named, or the first
   // choice's prompt) lets later ones pass; one waiting for any slot or for the budget stops admission, so
   // requests are served first come, first served.
@@ -166,6 +170,10 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
       // Reserve the worst case up front, so generation can never push the total past the budget.
       reserve = kv->BytesForCells(limit);
       if (BudgetUsedExcept(s.id) + reserve > cfg.kv_budget && !MakeRoom(reserve, s.id)) return Admit::kStop;
+    }
+    if (account) {  // the shared --memory-budget: the same worst case, plus weights and scratch if released
+      if (!enc && reserve == 0) reserve = kv->BytesForCells(limit);
+      if (!ChargeAdmission(s.id, reserve)) return Admit::kStop;
     }
     if (kv->n_cells(s.id) > keep || s.cache.size() > static_cast<size_t>(keep)) {
       TrimSlot(s, keep, keep > 0 ? "prompt prefix reused" : "slot reassigned");
@@ -274,6 +282,8 @@ void Engine::Impl::IdleRelease(Clock::time_point now) {
     }
     ReleaseScratch();
     malloc_trim(0);  // hand the freed activation buffers back to the kernel, not just to malloc
+    RefundScratch();
+    SyncKvCharge();
     {
       std::lock_guard<std::mutex> lock(mu);
       ++stats.idle_releases;
@@ -289,6 +299,7 @@ void Engine::Impl::IdleRelease(Clock::time_point now) {
     Result<uint64_t> before = vm::MappingRssBytes(f.data_begin());
     Status st = f.ReleaseResidentPages();
     if (!st.ok()) LS_LOG_WARN("idle release of the weights failed: %s", st.ToString().c_str());
+    if (st.ok()) RefundWeights();
     Result<uint64_t> after = vm::MappingRssBytes(f.data_begin());
     {
       std::lock_guard<std::mutex> lock(mu);

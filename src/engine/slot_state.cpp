@@ -74,20 +74,25 @@ uint64_t Engine::Impl::ReleaseIdleNow(bool weights) {
     TrimSlot(s, 0, "released on request");
     released += before - kv->committed_bytes(s.id);
   }
+  SyncKvCharge();
   bool queued;
   {
     std::lock_guard<std::mutex> lock(mu);
-    queued = !queue.empty();
+    // Requests that wait only for the shared budget do not keep the scratch and weights: with no slot
+    // busy they run only once admission has charged both again.
+    queued = !queue.empty() && !budget_blocked;
   }
   if (AnyBusy() || queued) return released;
   released += scratch_bytes();
   ReleaseScratch();
   malloc_trim(0);
+  RefundScratch();
   if (weights && !weights_released) {
     const gguf::File& f = engine->model_->file();
     Result<uint64_t> before = vm::MappingRssBytes(f.data_begin());
     Status st = f.ReleaseResidentPages();
     if (!st.ok()) LS_LOG_WARN("releasing the weights failed: %s", st.ToString().c_str());
+    if (st.ok()) RefundWeights();
     Result<uint64_t> after = vm::MappingRssBytes(f.data_begin());
     if (before.ok() && after.ok() && *before > *after) released += *before - *after;
     weights_released = true;
@@ -185,6 +190,20 @@ Result<SlotFileResult> Engine::Impl::RunSlotTask(SlotTask& task) {
                                         std::to_string(budget - BudgetUsedExcept(s.id)) +
                                         " of --kv-budget " + std::to_string(budget) + " are free now"));
         }
+      }
+      if (account) {
+        // The restored cells are charged first (nothing is waited for here: the caller gets the answer).
+        const uint64_t need =
+            kv->BytesForCells(static_cast<int32_t>(std::min<uint64_t>(*n, kv->config().n_ctx_slot)));
+        const uint64_t kv_after = BudgetUsedExcept(s.id) + need;
+        BudgetCharge add;
+        add.kv = kv_after > kv_charged ? kv_after - kv_charged : 0;
+        if (!account->TryCharge(add)) {
+          return fail(ResourceExhausted("restoring " + std::to_string(*n) + " tokens needs " +
+                                        std::to_string(need) + " bytes of KV, which --memory-budget " +
+                                        "cannot give now (" + account->budget().Describe() + ")"));
+        }
+        kv_charged += add.kv;
       }
       Result<SlotStateInfo> info = RestoreSlotState(*kv, s.id, model_id, path);
       if (!info.ok()) return fail(info.status());

@@ -1,5 +1,6 @@
 // The router: per-model state machine, leases, on-demand loading outside the lock, LRU eviction at
-// models_max, file checks before each lease, and rescans (router.h).
+// models_max, file checks before each lease, and rescans (router.h). The memory budget's reclaimer and the
+// sleep-idle timer run on the housekeeping thread (router_budget.cpp).
 #include "router/router.h"
 
 #include <algorithm>
@@ -9,58 +10,16 @@
 #include <mutex>
 
 #include "core/log.h"
+#include "router/router_internal.h"
 
 namespace lazyslot {
-namespace router_internal {
 
-// One load of a model: its engine and what it was loaded from. Shared with the leases, so an engine the
-// router lets go of while requests use it lives until the last of them ends.
-struct Instance {
-  std::unique_ptr<Engine> engine;
-  std::shared_ptr<const CatalogEntry> entry;
-  std::shared_ptr<void> attachment;  // RouterConfig::attach's result
-  FileIdentity file;  // stat before the load
-  int leases = 0;     // guarded by State::mu
-  int64_t loaded_since_ms = 0;
-};
-
-// One listed model.
-struct Slot {
-  std::shared_ptr<const CatalogEntry> entry;
-  std::shared_ptr<Instance> inst;  // null: unloaded
-  bool loading = false, unloading = false;
-  Status stale;  // not OK: the file changed on disk; every Acquire fails with it until a rescan
-  bool failed = false;
-  Status last_error;
-  uint64_t use_seq = 0;  // LRU order
-  int64_t last_used_ms = 0;
-  uint64_t loads = 0, load_failures = 0;
-  uint64_t load_events = 0;  // completed load attempts, so waiters know theirs ended
-};
-
-struct State {
-  RouterConfig config;
-  std::shared_ptr<SharedCompute> compute;
-  mutable std::mutex mu;
-  std::condition_variable cv;
-  ModelCatalog catalog;
-  std::map<std::string, std::shared_ptr<Slot>> slots;  // by id
-  bool reloading = false;
-  int destroying = 0;  // engines being destroyed outside the lock (still count against models_max)
-  uint64_t use_counter = 0;
-  std::vector<std::weak_ptr<Instance>> draining;
-  std::map<std::string, std::string> removed;  // id -> why a rescan dropped it, for its not-found message
-};
-
-}  // namespace router_internal
-
+using router_internal::Detached;
 using router_internal::Instance;
 using router_internal::Slot;
 using router_internal::State;
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
+namespace router_internal {
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -83,8 +42,19 @@ EngineConfig ConfigFor(const State& st, const CatalogEntry& e) {
   c.model_path = e.path;
   c.compute = st.compute;
   e.overrides.ApplyTo(&c);
+  st.config.command_line.ApplyTo(&c);  // explicit flags win over the preset, as llama-server
   return c;
 }
+
+}  // namespace router_internal
+
+using router_internal::Clock;
+using router_internal::ConfigFor;
+using router_internal::DeadlineIn;
+using router_internal::NowMs;
+using router_internal::Touch;
+
+namespace {
 
 int RunningLocked(const State& st) {
   int n = st.destroying;
@@ -92,13 +62,9 @@ int RunningLocked(const State& st) {
   return n;
 }
 
-// Takes the slot's engine away (under the lock). The caller drops the returned instance after unlocking
-// (DropInstance): with no lease left that destroys the engine.
-struct Detached {
-  std::string id;
-  std::shared_ptr<Instance> inst;
-  bool counted = false;  // counted in State::destroying
-};
+}  // namespace
+
+namespace router_internal {
 
 Detached DetachLocked(State& st, const std::string& id, Slot& slot, const char* why) {
   Detached d{id, std::move(slot.inst), false};
@@ -121,17 +87,25 @@ void Notify(const State& st, const std::string& id, ModelStatus status) {
   if (st.config.on_status) st.config.on_status(id, status);
 }
 
-// Outside the lock.
 void DropInstance(State& st, Detached d) {
   if (!d.inst) return;
   d.inst.reset();
-  Notify(st, d.id, ModelStatus::kUnloaded);  // before its place is given up: no load is reported first
+  // Before its place is given up: no load is reported first.
+  Notify(st, d.id, d.sleeping ? ModelStatus::kSleeping : ModelStatus::kUnloaded);
   if (d.counted) {
     std::lock_guard<std::mutex> lock(st.mu);
     --st.destroying;
     st.cv.notify_all();
   }
 }
+
+}  // namespace router_internal
+
+using router_internal::DetachLocked;
+using router_internal::DropInstance;
+using router_internal::Notify;
+
+namespace {
 
 Status FileChanged(const std::string& id, const std::string& path, const std::string& change, bool loaded) {
   const std::string msg = "model '" + id + "': its file " + path + " " + change + " since it was " +
@@ -158,14 +132,19 @@ std::shared_ptr<Slot> FindLocked(const State& st, const std::string& name, Statu
 // Loads outside the lock: checks the file is still the one listed (else sets *changed), then creates the
 // engine.
 Result<std::shared_ptr<Instance>> LoadInstance(const State& st, std::shared_ptr<const CatalogEntry> entry,
-                                               bool* changed) {
+                                               std::shared_ptr<BudgetAccount> account, bool* changed) {
   auto inst = std::make_shared<Instance>();
   inst->file = IdentifyFile(entry->path);
   const std::string change = DescribeFileChange(entry->file, inst->file);
   *changed = !change.empty();
   if (*changed) return FileChanged(entry->id, entry->path, change, /*loaded=*/false);
   const auto t0 = Clock::now();
-  Result<std::unique_ptr<Engine>> engine = Engine::Create(ConfigFor(st, *entry));
+  EngineConfig config = ConfigFor(st, *entry);
+  if (account) {  // charged already with the fixed-cost estimate (ReserveLoad)
+    config.memory_budget = st.budget;
+    config.memory_account = std::move(account);
+  }
+  Result<std::unique_ptr<Engine>> engine = Engine::Create(config);
   if (!engine.ok()) {
     return Status(engine.status().code(), "model '" + entry->id + "' (" + entry->path +
                                               ") failed to load: " + engine.status().message());
@@ -186,7 +165,10 @@ Result<std::shared_ptr<Instance>> LoadInstance(const State& st, std::shared_ptr<
   return inst;
 }
 
-// The least recently used loaded model without a lease, other than `except`.
+}  // namespace
+
+namespace router_internal {
+
 std::pair<std::string, Slot*> LruIdleLocked(const State& st, const Slot* except) {
   std::pair<std::string, Slot*> best{"", nullptr};
   for (const auto& [id, s] : st.slots) {
@@ -195,6 +177,12 @@ std::pair<std::string, Slot*> LruIdleLocked(const State& st, const Slot* except)
   }
   return best;
 }
+
+}  // namespace router_internal
+
+using router_internal::LruIdleLocked;
+
+namespace {
 
 std::string BusyFigures(const State& st) {
   std::string out;
@@ -268,6 +256,12 @@ Result<std::unique_ptr<Router>> Router::Create(RouterConfig config) {
     return InvalidArgument("router: stop timeout and wait must not be negative");
   }
   if (config.n_threads < 0) return InvalidArgument("--threads must be 0 (physical cores) or more");
+  if (!(config.sleep_idle_s >= 0)) return InvalidArgument("--sleep-idle-seconds must not be negative");
+  if (config.memory_budget > 0 && config.base.kv_eager) {
+    return InvalidArgument(
+        "--memory-budget cannot be combined with --kv-eager (eager mode commits every "
+        "model's whole cache)");
+  }
   LS_ASSIGN_OR_RETURN(ModelCatalog catalog, ModelCatalog::Build(config.sources, /*require_files=*/true));
   auto st = std::make_shared<State>();
   st->compute = config.base.compute ? config.base.compute : std::make_shared<SharedCompute>(config.n_threads);
@@ -285,6 +279,8 @@ Result<std::unique_ptr<Router>> Router::Create(RouterConfig config) {
     return InvalidArgument(std::to_string(startup.size()) +
                            " models have load-on-startup but --models-max is " + std::to_string(max));
   }
+  if (st->config.memory_budget > 0) st->budget = MemoryBudget::Create(st->config.memory_budget);
+  router_internal::StartHousekeeping(st);
   std::unique_ptr<Router> router(new Router(std::move(st)));
   for (const std::string& id : startup) {
     Status s = router->Load(id);
@@ -294,6 +290,7 @@ Result<std::unique_ptr<Router>> Router::Create(RouterConfig config) {
 }
 
 Router::~Router() {
+  router_internal::StopHousekeeping(*state_);
   std::vector<Detached> gone;
   {
     std::unique_lock<std::mutex> lock(state_->mu);
@@ -309,6 +306,17 @@ Router::~Router() {
 }
 
 const RouterConfig& Router::config() const { return state_->config; }
+const std::shared_ptr<MemoryBudget>& Router::memory_budget() const { return state_->budget; }
+
+BudgetInfo Router::budget() const {
+  BudgetInfo b;
+  if (!state_->budget) return b;
+  b.limit = state_->budget->limit();
+  b.used = state_->budget->used();
+  b.peak = state_->budget->peak();
+  b.waiting = state_->budget->waiters();
+  return b;
+}
 const std::shared_ptr<SharedCompute>& Router::compute() const { return state_->compute; }
 
 int Router::draining() const {
@@ -375,7 +383,7 @@ Result<Router::Held> Router::Ensure(const std::string& name, bool autoload, bool
       return Held{slot, inst};
     }
     if (waited_for_load && slot->failed) return slot->last_error;  // the load this call waited for failed
-    if (!autoload) {
+    if (!autoload && !slot->sleeping) {  // a sleeping model wakes on any request, as llama-server's
       return InvalidArgument("model '" + id +
                              "' is not loaded and autoload is off (--no-models-autoload): load it first "
                              "(POST /models/load) or ask with ?autoload=true");
@@ -409,9 +417,14 @@ Result<Router::Held> Router::Ensure(const std::string& name, bool autoload, bool
     lock.unlock();
     Notify(st, id, ModelStatus::kLoading);
     bool file_changed = false;
-    Result<std::shared_ptr<Instance>> loaded = LoadInstance(st, entry, &file_changed);
+    Result<std::shared_ptr<BudgetAccount>> account = router_internal::ReserveLoad(st, slot, entry, deadline);
+    Result<std::shared_ptr<Instance>> loaded =
+        account.ok() ? LoadInstance(st, entry, *account, &file_changed) : account.status();
+    account = std::shared_ptr<BudgetAccount>();  // the engine holds it now, or it is refunded here
     lock.lock();
+    slot->reserving.reset();
     slot->loading = false;
+    slot->sleeping = false;
     ++slot->load_events;
     st.cv.notify_all();
     if (!loaded.ok()) {
@@ -574,7 +587,11 @@ std::vector<ModelInfo> Snapshot(const State& st, const Slot* only) {
       m.aliases = s->entry->aliases;
       m.path = e.path;
       m.source = s->entry->source;
-      m.status = s->loading ? ModelStatus::kLoading : s->inst ? ModelStatus::kLoaded : ModelStatus::kUnloaded;
+      m.status = s->loading    ? ModelStatus::kLoading
+                 : s->inst     ? ModelStatus::kLoaded
+                 : s->sleeping ? ModelStatus::kSleeping
+                               : ModelStatus::kUnloaded;
+      if (s->loading && s->reserving) m.budget_charge = s->reserving->charge();
       m.failed = s->failed;
       m.last_error = s->last_error;
       m.config = ConfigFor(st, e);
@@ -601,7 +618,9 @@ std::vector<ModelInfo> Snapshot(const State& st, const Slot* only) {
     m.kv_reserved_bytes = stats.kv_reserved_bytes;
     m.kv_committed_bytes = stats.kv_committed_bytes;
     m.scratch_bytes = stats.scratch_bytes;
+    m.budget_charge = insts[i]->engine->budget_charge();
   }
+  for (ModelInfo& m : out) m.budget_charged_bytes = m.budget_charge.total();
   return out;
 }
 
@@ -624,6 +643,7 @@ Result<ModelInfo> Router::Info(const std::string& id_or_alias) const {
 
 Result<uint64_t> Router::ReleaseIdle(const std::string& id_or_alias, bool weights, uint64_t enough_bytes) {
   std::vector<std::pair<uint64_t, std::shared_ptr<Instance>>> order;  // (use_seq, instance)
+  router_internal::InternalLeases leased(*state_);  // ends before `order`, both without the lock
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     if (!id_or_alias.empty()) {
@@ -636,6 +656,7 @@ Result<uint64_t> Router::ReleaseIdle(const std::string& id_or_alias, bool weight
         if (s->inst) order.emplace_back(s->use_seq, s->inst);
       }
     }
+    for (auto& [seq, inst] : order) leased.AddLocked(inst);
   }
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   uint64_t total = 0;

@@ -28,15 +28,28 @@ const char* ModelStatusName(ModelStatus status);  // "unloaded", "loading", "loa
 
 struct RouterConfig {
   EngineConfig base;  // every model's settings unless its catalogue entry overrides them (model_path unused)
+  // Settings given explicitly on the command line: they override every preset section (llama-server's
+  // precedence: command line, then the model's section, then [*]).
+  ModelOverrides command_line;
   CatalogSources sources;
   int models_max = 4;    // most models loaded at once (llama-server's default 4); 0 = no limit
   bool autoload = true;  // --models-autoload: Acquire loads an unloaded model
   int n_threads = 0;     // the one pool of every model (0: physical cores); base.compute, if set, is used
   double stop_timeout_s = 10;  // Unload waits this long for running requests (llama-server's stop-timeout)
   double max_wait_s = 30;      // Acquire/Load wait this long for a model to become evictable at --models-max
+  // --memory-budget: bytes over every model's resident weights, KV and scratch and its heap estimate
+  // (engine/memory_budget.h, decision 0007), 0 = none. A load reserves the model's fixed cost first; room is
+  // made by releasing idle memory, least recently used first (idle slots' KV, idle models' weights, then
+  // unloading idle models), waiting up to max_wait_s.
+  uint64_t memory_budget = 0;
+  // --sleep-idle-seconds: a model without requests for this long has its engine destroyed (all its memory
+  // back) and is listed as sleeping; the next Acquire loads it again, autoload or not. 0 = off.
+  double sleep_idle_s = 0;
   // Called on each state change, without the router's lock, on the thread that made it: kLoading just before
   // the engine is created (a slow callback delays that load), kLoaded after, kUnloaded after an unload,
-  // eviction or failed load. Sleeping is the engine's own doing and is only seen in List().
+  // eviction or failed load; kSleeping after sleep_idle_s destroyed the engine. A loaded engine whose
+  // weights were released is also listed as sleeping, but that is the engine's own doing and is only seen
+  // in List().
   std::function<void(const std::string& id, ModelStatus status)> on_status;
   // Called after a model's engine is created, outside the router's lock, to build what the caller keeps per
   // loaded model (the server: its chat template and tool-call format). An error fails the load with that
@@ -65,6 +78,16 @@ struct ModelInfo {
   // While loaded or sleeping (Engine::Memory and Engine::Stats); 0 otherwise.
   uint64_t weights_mapped_bytes = 0, weights_resident_bytes = 0;
   uint64_t kv_reserved_bytes = 0, kv_committed_bytes = 0, scratch_bytes = 0;
+  // The model's charge to --memory-budget now (while loaded, or reserved while loading); 0 without one.
+  uint64_t budget_charged_bytes = 0;
+  BudgetCharge budget_charge;  // its parts: weights, kv, scratch, overhead
+};
+
+// --memory-budget as a whole; limit 0 when there is none.
+struct BudgetInfo {
+  uint64_t limit = 0, used = 0;
+  uint64_t peak = 0;  // the most `used` ever was
+  int waiting = 0;    // loads and models' queued requests waiting for room now
 };
 
 struct ReloadResult {
@@ -144,8 +167,13 @@ class Router {
   Result<ModelInfo> Info(const std::string& id_or_alias) const;
 
   // Engine::ReleaseIdle on one model (id or alias) or, with an empty id, on every loaded model, least
-  // recently used first, stopping once `enough_bytes` (> 0) are released. Returns the bytes released.
+  // recently used first, stopping once `enough_bytes` (> 0) are released. Returns the bytes released. Each
+  // engine is leased while it is called (an Unload waits for the call; this is not a use in LRU order).
   Result<uint64_t> ReleaseIdle(const std::string& id_or_alias, bool weights, uint64_t enough_bytes = 0);
+
+  BudgetInfo budget() const;
+  // The budget object itself (null without --memory-budget), for figures and tests.
+  const std::shared_ptr<MemoryBudget>& memory_budget() const;
 
   const RouterConfig& config() const;
   const std::shared_ptr<SharedCompute>& compute() const;

@@ -143,21 +143,24 @@ TEST(EngineTest, ChoicesOfOnePromptCopyItsKvInsteadOfRecomputing) {
   REQUIRE_SHARED_FILE("models/stories260K.gguf");
   std::vector<TokenId> prompt;
   for (int i = 0; i < 20; ++i) prompt.push_back(100 + 7 * i);
+  // Long enough answers that the first choice is still running when the others arrive (a finished first
+  // choice has no prompt KV left to copy).
+  constexpr int kTokens = 160;
   std::string alone;
   {
-    auto single = MakeEngine("models/stories260K.gguf", 1, 64);
+    auto single = MakeEngine("models/stories260K.gguf", 1, 256);
     ASSERT_TRUE(single);
-    auto s = single->Submit(Greedy(prompt, 8));
+    auto s = single->Submit(Greedy(prompt, kTokens));
     ASSERT_TRUE(s.ok());
     alone = Drain(**s).text;
   }
-  auto engine = MakeEngine("models/stories260K.gguf", 3, 3 * 64);
+  auto engine = MakeEngine("models/stories260K.gguf", 3, 3 * 256);
   ASSERT_TRUE(engine);
-  auto first = engine->Submit(Greedy(prompt, 8));
+  auto first = engine->Submit(Greedy(prompt, kTokens));
   ASSERT_TRUE(first.ok());
   std::vector<std::shared_ptr<RequestStream>> others;
   for (int j = 0; j < 2; ++j) {
-    GenerationRequest r = Greedy(prompt, 8);
+    GenerationRequest r = Greedy(prompt, kTokens);
     r.share_prompt_of = (*first)->id();
     auto s = engine->Submit(std::move(r));
     ASSERT_TRUE(s.ok());
