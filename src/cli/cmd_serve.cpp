@@ -50,6 +50,12 @@ struct ServeFlags {
   int64_t seed = -1;  // --seed; -1: each request draws a random seed
   std::string cors_origins;  // --cors-origins, comma-separated
   double sleep_idle_s = -1;  // --sleep-idle-seconds (llama-server's name): both idle releases at once
+  // Router mode (several models): more than one -m, --models-dir or --models-preset.
+  std::vector<std::string> models;  // -m, repeatable
+  std::string memory_budget;        // --memory-budget SIZE
+  // Per-model flags given on the command line (CLI11's count or the llama-style spellings), which in
+  // router mode win over the preset's values.
+  bool ctx_given = false, parallel_given = false, embeddings_given = false;
 };
 
 // "0", "4096", "512M", "1.5G", "2GiB" -> bytes (K/M/G/T are binary multiples, as memory is counted).
@@ -159,12 +165,15 @@ Status ReadLlamaStyleExtras(const std::vector<std::string>& extras, ServeFlags* 
     };
     std::string v;
     if (a == "-np") {
+      f->parallel_given = true;
       LS_RETURN_IF_ERROR(value(&v));
       LS_RETURN_IF_ERROR(ParseInt(a, v, &f->opts.engine.n_parallel));
     } else if (a == "-c") {
+      f->ctx_given = true;
       LS_RETURN_IF_ERROR(value(&v));
       LS_RETURN_IF_ERROR(ParseInt(a, v, &f->opts.engine.n_ctx));
     } else if (a.size() > 2 && a.rfind("-c", 0) == 0 && std::isdigit(static_cast<unsigned char>(a[2]))) {
+      f->ctx_given = true;
       LS_RETURN_IF_ERROR(ParseInt("-c", a.substr(2), &f->opts.engine.n_ctx));  // -c4096
     } else if (a == "-t") {  // declared here, not to CLI11, which would read "-to" as "-t o"
       LS_RETURN_IF_ERROR(value(&v));
@@ -203,12 +212,56 @@ Result<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// One -m: that model. Several -m, --models-dir or --models-preset: router mode, where the engine flags are
+// every model's defaults and --sleep-idle-seconds unloads an idle model (listed as sleeping).
+Status PrepareRouter(ServeFlags* f) {
+  server::ServerOptions& o = f->opts;
+  CatalogSources& src = o.router.sources;
+  if (f->models.size() == 1 && src.models_dir.empty() && src.preset_path.empty()) {
+    o.engine.model_path = f->models[0];
+  } else {
+    src.model_paths = f->models;
+  }
+  if (!f->memory_budget.empty()) {
+    LS_ASSIGN_OR_RETURN(o.router.memory_budget, ParseSize("--memory-budget", f->memory_budget));
+  }
+  if (!o.router_mode()) {
+    if (o.router.memory_budget > 0) {
+      return InvalidArgument(
+          "--memory-budget applies to router mode (--models-dir, --models-preset or several -m); with one "
+          "model, cap the KV cache with --kv-budget");
+    }
+    if (f->sleep_idle_s >= 0) o.engine.idle_timeout_s = o.engine.idle_release_weights_s = f->sleep_idle_s;
+    return Status::Ok();
+  }
+  if (!o.model_alias.empty()) {
+    return InvalidArgument("--alias names the one model; in router mode give aliases in --models-preset");
+  }
+  if (f->sleep_idle_s >= 0) o.router.sleep_idle_s = f->sleep_idle_s;
+  o.router.n_threads = o.engine.n_threads;
+  return Status::Ok();
+}
+
+// Router mode: the per-model settings given explicitly, which win over the preset's (as llama-server).
+ModelOverrides CommandLineOverrides(const ServeFlags& f) {
+  const EngineConfig& e = f.opts.engine;
+  ModelOverrides m;
+  if (f.ctx_given) m.n_ctx = e.n_ctx;
+  if (f.parallel_given) m.n_parallel = e.n_parallel;
+  if (f.embeddings_given) m.embeddings = e.embeddings;
+  if (!f.pooling.empty()) m.pooling = e.pooling;
+  if (f.rerank) m.rerank = true;
+  if (!f.cache_type_k.empty()) m.cache_type_k = e.cache_type_k;
+  if (!f.cache_type_v.empty()) m.cache_type_v = e.cache_type_v;
+  return m;
+}
+
 Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
   if (f->verbose) SetLogLevel(LogLevel::kDebug);
   LS_RETURN_IF_ERROR(ReadLlamaStyleExtras(extras, f));
   server::ServerOptions& o = f->opts;
   if (f->seed != -1) o.sampling.seed = static_cast<uint64_t>(f->seed);
-  if (f->sleep_idle_s >= 0) o.engine.idle_timeout_s = o.engine.idle_release_weights_s = f->sleep_idle_s;
+  LS_RETURN_IF_ERROR(PrepareRouter(f));
   for (size_t start = 0; start < f->cors_origins.size();) {
     size_t comma = f->cors_origins.find(',', start);
     if (comma == std::string::npos) comma = f->cors_origins.size();
@@ -287,7 +340,8 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
       o.chat_template = f->chat_template;
     }
   }
-  if (o.engine.model_path.empty()) {
+  if (o.router_mode()) o.router.command_line = CommandLineOverrides(*f);
+  if (o.engine.model_path.empty() && !o.router_mode()) {
     // Generated after the listener is up, so /health answers 503 meanwhile.
     if (o.model_alias.empty()) o.model_alias = "demo";
     o.before_load = [](server::ServerOptions* opts) {
@@ -344,8 +398,28 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
   CLI::App* sub = root.add_subcommand(
       "serve", "Serve a GGUF model over an OpenAI-compatible HTTP API (llama-server's routes and flags)");
   sub->allow_extras();  // for -np / -ngl, see ReadLlamaStyleExtras
-  sub->add_option("-m,--model", o.engine.model_path,
-                  "GGUF model to serve; without it a random-weight demo model is generated (text is noise)");
+  sub->add_option("-m,--model", f->models,
+                  "GGUF model to serve; without it a random-weight demo model is generated (text is noise). "
+                  "Repeated: router mode, one model per file (id: the file name without .gguf)");
+  sub->add_option("--models-dir", o.router.sources.models_dir,
+                  "Router mode: serve every *.gguf in this directory, loaded on demand (id: the file name "
+                  "without .gguf); requests name their model in `model` (docs/models.md)");
+  sub->add_option(
+      "--models-preset", o.router.sources.preset_path,
+      "Router mode: an INI file as llama-server's, a [section] per model (model, alias, ctx-size, "
+      "parallel, embeddings, pooling, rerank, chat-template, cache-type-k/v, load-on-startup) "
+      "and [*] defaults");
+  sub->add_option("--models-max", o.router.models_max,
+                  "Router mode: most models loaded at once; the least recently used idle one is unloaded "
+                  "(0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  sub->add_flag("--models-autoload,!--no-models-autoload", o.router.autoload,
+                "Router mode: load a model when a request names it (default on; off: POST /models/load "
+                "first)");
+  sub->add_option("--memory-budget", f->memory_budget,
+                  "Router mode: most memory for all models' resident weights, KV and scratch, e.g. 1GiB; "
+                  "idle memory is released to make room (decision 0007)");
   sub->add_option("-a,--alias", o.model_alias, "Model id reported by /v1/models and in responses")
       ->capture_default_str();
   sub->add_option("--ctx-size", o.engine.n_ctx, "Total KV cells; each --parallel slot gets ctx/N (also -c N)")
@@ -505,8 +579,12 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
       "Routes: POST /v1/chat/completions /v1/completions /completion /infill /v1/messages /v1/responses\n"
       "/v1/embeddings /embedding /embed /embed_all /v1/rerank /rerank /tokenize /detokenize "
       "/apply-template;\n"
-      "POST /slots/{id}?action=save|restore|erase; GET /health /v1/models /props /slots /metrics.");
+      "POST /slots/{id}?action=save|restore|erase; GET /health /v1/models /props /slots /metrics.\n"
+      "Router mode: POST /models/load /models/unload {\"model\": id}; GET /models?reload=1 rescans.");
   sub->callback([f, sub, exit_code] {
+    f->ctx_given = f->ctx_given || sub->count("--ctx-size") > 0;
+    f->parallel_given = f->parallel_given || sub->count("--parallel") > 0;
+    f->embeddings_given = sub->count("--embeddings") > 0;
     Status s = PrepareOptions(f.get(), sub->remaining());
     if (!s.ok()) {
       std::fprintf(stderr, "lazyslot serve: error: %s\n", s.message().c_str());

@@ -9,8 +9,8 @@ namespace {
 // Reasoning switches: --reasoning-budget 0 turns thinking off; a request's reasoning_effort goes to the
 // templates that read it (gpt-oss) and switches thinking on or off in those with enable_thinking (Qwen3).
 // Set only where the client's chat_template_kwargs did not say.
-Status ReasoningKwargs(const ServerState& st, const Json& body, Json* extra) {
-  const std::string& src = st.chat_template->source();
+Status ReasoningKwargs(const ServerState& st, const ModelContext& m, const Json& body, Json* extra) {
+  const std::string& src = m.chat_template.source();
   LS_ASSIGN_OR_RETURN(std::string effort, GetString(body, "reasoning_effort", ""));
   if (!effort.empty()) {
     if (effort != "none" && effort != "minimal" && effort != "low" && effort != "medium" &&
@@ -25,7 +25,7 @@ Status ReasoningKwargs(const ServerState& st, const Json& body, Json* extra) {
         (*extra)["enable_thinking"] = effort != "none" && effort != "minimal";
       }
     } else {
-      return InvalidArgument("reasoning_effort: the chat template '" + st.chat_template->name() +
+      return InvalidArgument("reasoning_effort: the chat template '" + m.chat_template.name() +
                              "' has no reasoning switch (neither reasoning_effort nor enable_thinking)");
     }
   }
@@ -39,7 +39,8 @@ Status ReasoningKwargs(const ServerState& st, const Json& body, Json* extra) {
 // The rendered prompt. A chat whose last message is the assistant's is continued: the messages before it are
 // rendered with the generation prompt and its content is appended, so the model goes on writing that
 // message (llama-server's assistant prefill; continue_final_message asks for it explicitly).
-Result<std::string> RenderText(const ServerState& st, const Json& body, const ToolRequest& tools) {
+Result<std::string> RenderText(const ServerState& st, const ModelContext& m, const Json& body,
+                               const ToolRequest& tools) {
   LS_ASSIGN_OR_RETURN(Json wire, ParseChatMessages(body));
   LS_ASSIGN_OR_RETURN(bool add_generation_prompt, GetBool(body, "add_generation_prompt", true));
   const bool last_is_assistant = wire.back().value("role", "") == "assistant";
@@ -77,8 +78,8 @@ Result<std::string> RenderText(const ServerState& st, const Json& body, const To
   }
   LS_ASSIGN_OR_RETURN(Json messages, PrepareMessagesForTemplate(wire));
   Json extra = Json::object();
-  extra["bos_token"] = st.bos_text;
-  extra["eos_token"] = st.eos_text;
+  extra["bos_token"] = m.bos_text;
+  extra["eos_token"] = m.eos_text;
   // Templates get the tools as the client sent them (tojson prints them in the request's key order).
   auto t = body.find("tools");
   if (!tools.tools.empty() && t != body.end()) extra["tools"] = *t;
@@ -89,24 +90,24 @@ Result<std::string> RenderText(const ServerState& st, const Json& body, const To
     }
     for (auto it = kwargs->begin(); it != kwargs->end(); ++it) extra[it.key()] = it.value();
   }
-  LS_RETURN_IF_ERROR(ReasoningKwargs(st, body, &extra));
-  Result<std::string> text = st.chat_template->Apply(messages, add_generation_prompt, extra);
+  LS_RETURN_IF_ERROR(ReasoningKwargs(st, m, body, &extra));
+  Result<std::string> text = m.chat_template.Apply(messages, add_generation_prompt, extra);
   if (!text.ok()) {
     // Template failures (including the template's own raise_exception) are about the request's messages.
-    return InvalidArgument("messages: the chat template '" + st.chat_template->name() +
+    return InvalidArgument("messages: the chat template '" + m.chat_template.name() +
                            "' could not render them: " + text.status().message());
   }
   return *text + prefill;
 }
 
 // Renders the chat through the template and tokenizes it (control tokens in the rendered text are parsed).
-Result<std::vector<TokenId>> RenderPrompt(const ServerState& st, const Json& body, const ToolRequest& tools,
-                                          std::string* rendered) {
-  LS_ASSIGN_OR_RETURN(std::string text_value, RenderText(st, body, tools));
+Result<std::vector<TokenId>> RenderPrompt(const ServerState& st, const ModelContext& m, const Json& body,
+                                          const ToolRequest& tools, std::string* rendered) {
+  LS_ASSIGN_OR_RETURN(std::string text_value, RenderText(st, m, body, tools));
   const std::string* text = &text_value;
-  const Tokenizer& tok = st.engine->tokenizer();
+  const Tokenizer& tok = m.engine->tokenizer();
   // Templates that print bos_token themselves must not get a second BOS from the tokenizer.
-  const bool add_special = !(tok.add_bos() && !st.bos_text.empty() && text->rfind(st.bos_text, 0) == 0);
+  const bool add_special = !(tok.add_bos() && !m.bos_text.empty() && text->rfind(m.bos_text, 0) == 0);
   Result<std::vector<TokenId>> ids = tok.Tokenize(*text, add_special, /*parse_special=*/true);
   if (!ids.ok())
     return InvalidArgument("messages: tokenizing the rendered chat failed: " + ids.status().message());
@@ -116,19 +117,19 @@ Result<std::vector<TokenId>> RenderPrompt(const ServerState& st, const Json& bod
 
 }  // namespace
 
-Result<std::string> RenderChat(const ServerState& st, const Json& body) {
+Result<std::string> RenderChat(const ServerState& st, const ModelContext& m, const Json& body) {
   LS_ASSIGN_OR_RETURN(ToolRequest tools, ParseToolRequest(body));
-  return RenderText(st, body, tools);
+  return RenderText(st, m, body, tools);
 }
 
-Result<ChatSetup> PrepareChat(const ServerState& st, const Json& body) {
+Result<ChatSetup> PrepareChat(const ServerState& st, const ModelContext& m, const Json& body) {
   ChatSetup out;
   LS_ASSIGN_OR_RETURN(out.tools, ParseToolRequest(body));
   LS_ASSIGN_OR_RETURN(out.constraint, ParseOutputConstraint(body));
   std::string rendered;
-  LS_ASSIGN_OR_RETURN(out.prompt, RenderPrompt(st, body, out.tools, &rendered));
+  LS_ASSIGN_OR_RETURN(out.prompt, RenderPrompt(st, m, body, out.tools, &rendered));
   ChatParseOptions& o = out.options;
-  o.reasoning.syntax = st.reasoning_syntax;
+  o.reasoning.syntax = m.reasoning_syntax;
   o.reasoning.format = st.reasoning_format;
   LS_ASSIGN_OR_RETURN(std::string format, GetString(body, "reasoning_format", ""));
   if (!format.empty()) {
@@ -139,7 +140,7 @@ Result<ChatSetup> PrepareChat(const ServerState& st, const Json& body) {
   o.reasoning.in_think_at_start = PromptOpensThink(rendered);
   o.tool_options.in_think_at_start = o.reasoning.in_think_at_start;
   o.tools_active = out.tools.active();
-  o.tool_format = st.tool_format;
+  o.tool_format = m.tool_format;
   o.tools = out.tools.tools;
   if (!out.tools.active()) return out;
 
@@ -149,7 +150,7 @@ Result<ChatSetup> PrepareChat(const ServerState& st, const Json& body) {
                            ": cannot be combined with tools unless tool_choice is \"none\"");
   }
   Result<ToolGrammar> g =
-      BuildToolGrammar(st.tool_format, out.tools.tools, out.tools.choice, out.tools.parallel_tool_calls);
+      BuildToolGrammar(m.tool_format, out.tools.tools, out.tools.choice, out.tools.parallel_tool_calls);
   if (!g.ok()) return g.status();
   out.constraint.gbnf = std::move(g->gbnf);
   out.constraint.field = "tools";

@@ -22,10 +22,10 @@ struct ChatSetup {
   bool trigger_at_start = false;       // lazy tool grammar of a bare-JSON format: only at the output's start
 };
 
-Result<ChatSetup> PrepareChat(const ServerState& st, const Json& body);
+Result<ChatSetup> PrepareChat(const ServerState& st, const ModelContext& m, const Json& body);
 
 // The prompt text a chat body renders to (llama-server's POST /apply-template): the same template, messages
 // and tools as PrepareChat, before tokenization.
-Result<std::string> RenderChat(const ServerState& st, const Json& body);
+Result<std::string> RenderChat(const ServerState& st, const ModelContext& m, const Json& body);
 
 }  // namespace lazyslot::server

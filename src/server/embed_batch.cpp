@@ -29,9 +29,9 @@ Result<TruncateOptions> ParseTruncateOptions(const Json& body, const ServerState
   return t;
 }
 
-int32_t MaxInputTokens(const ServerState& st) {
-  const HParams& hp = st.engine->model().hparams();
-  int32_t limit = st.engine->n_ctx_slot();
+int32_t MaxInputTokens(const ModelContext& m) {
+  const HParams& hp = m.engine->model().hparams();
+  int32_t limit = m.engine->n_ctx_slot();
   // Learned absolute positions (BERT) have no row past the trained context; RoPE models are bounded by the
   // slot only, as in llama-server.
   if (!hp.causal && hp.n_ctx_train > 0) limit = std::min(limit, hp.n_ctx_train);
@@ -89,10 +89,10 @@ bool CheckTokenCount(const ServerState& st, int64_t n_tokens, const std::string&
   return false;
 }
 
-void SetInputTooLong(const ServerState& st, httplib::Response& res, const std::string& name, int64_t n_tokens,
+void SetInputTooLong(const ModelContext& m, httplib::Response& res, const std::string& name, int64_t n_tokens,
                      const std::string& what) {
-  const int32_t limit = MaxInputTokens(st);
-  const bool by_slot = limit == st.engine->n_ctx_slot();
+  const int32_t limit = MaxInputTokens(m);
+  const bool by_slot = limit == m.engine->n_ctx_slot();
   SetContextSizeError(res, n_tokens, limit,
                       (name.empty() ? std::string() : name + ": ") +
                           "the request exceeds the available context size: " + what + " has " +
@@ -102,11 +102,12 @@ void SetInputTooLong(const ServerState& st, httplib::Response& res, const std::s
                           " (send \"truncate\": true, or start the server with --auto-truncate, to cut it)");
 }
 
-bool PrepareInputs(const ServerState& st, std::vector<PromptInput> inputs, const std::string& field,
-                   const TruncateOptions& t, httplib::Response& res, PreparedInputs* out) {
+bool PrepareInputs(const ServerState& st, const ModelContext& m, std::vector<PromptInput> inputs,
+                   const std::string& field, const TruncateOptions& t, httplib::Response& res,
+                   PreparedInputs* out) {
   if (!CheckInputCount(st, inputs.size(), field, res)) return false;
-  const Tokenizer& tok = st.engine->tokenizer();
-  const size_t limit = static_cast<size_t>(MaxInputTokens(st));
+  const Tokenizer& tok = m.engine->tokenizer();
+  const size_t limit = static_cast<size_t>(MaxInputTokens(m));
   out->prompts.clear();
   out->prompts.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -125,7 +126,7 @@ bool PrepareInputs(const ServerState& st, std::vector<PromptInput> inputs, const
     }
     if (ids.size() > limit) {
       if (!t.truncate) {
-        SetInputTooLong(st, res, inputs.size() > 1 ? name : "", static_cast<int64_t>(ids.size()));
+        SetInputTooLong(m, res, inputs.size() > 1 ? name : "", static_cast<int64_t>(ids.size()));
         return false;
       }
       const auto [head, tail] = in.is_tokens ? std::pair<size_t, size_t>{0, 0} : AddedSpecialTokens(tok, ids);
@@ -138,22 +139,22 @@ bool PrepareInputs(const ServerState& st, std::vector<PromptInput> inputs, const
   return CheckTokenCount(st, out->n_tokens, field, res);
 }
 
-void ReportTruncation(const ServerState& st, httplib::Response& res, const char* route, size_t n_truncated,
+void ReportTruncation(const ModelContext& m, httplib::Response& res, const char* route, size_t n_truncated,
                       size_t n_inputs) {
   if (n_truncated == 0) return;
   res.set_header("X-Truncated-Inputs", std::to_string(n_truncated));
   LS_LOG_INFO("%s: %zu of %zu input(s) longer than %d tokens were truncated", route, n_truncated, n_inputs,
-              MaxInputTokens(st));
+              MaxInputTokens(m));
 }
 
-bool RunEmbeddings(ServerState& st, const httplib::Request& req, httplib::Response& res,
-                   std::vector<std::vector<TokenId>> prompts, bool unpooled, const std::string& field,
-                   std::vector<EmbedResult>* out) {
-  const EngineConfig& cfg = st.engine->config();
+bool RunEmbeddings(ServerState& st, const ModelContext& m, const httplib::Request& req,
+                   httplib::Response& res, std::vector<std::vector<TokenId>> prompts, bool unpooled,
+                   const std::string& field, std::vector<EmbedResult>* out) {
+  const EngineConfig& cfg = m.engine->config();
   // Enough inputs in the engine for it to pack short ones together, without filling its queue alone.
   const size_t window = static_cast<size_t>(std::max({1, cfg.n_parallel, cfg.max_queue / 2}));
   const size_t n = prompts.size();
-  const int64_t n_embd = st.engine->model().hparams().n_embd;
+  const int64_t n_embd = m.engine->model().hparams().n_embd;
   auto named = [&](size_t i, const std::string& message) {
     return n > 1 ? field + "[" + std::to_string(i) + "]: " + message : message;
   };
@@ -173,7 +174,7 @@ bool RunEmbeddings(ServerState& st, const httplib::Request& req, httplib::Respon
     while (!queue_full && next < n && in_flight.size() < window) {
       // A full queue once the request has started: wait rather than be refused (which would count in
       // /metrics' requests_rejected_total). The refusal below covers the race.
-      if (next > 0 && st.engine->Stats().queue_length >= cfg.max_queue) {
+      if (next > 0 && m.engine->Stats().queue_length >= cfg.max_queue) {
         queue_full = true;
         break;
       }
@@ -181,7 +182,7 @@ bool RunEmbeddings(ServerState& st, const httplib::Request& req, httplib::Respon
       gr.prompt = prompts[next];  // a copy: a refused submit is retried
       gr.embedding = true;
       gr.unpooled = unpooled;
-      Result<std::shared_ptr<RequestStream>> stream = st.engine->Submit(std::move(gr));
+      Result<std::shared_ptr<RequestStream>> stream = m.engine->Submit(std::move(gr));
       if (!stream.ok()) {
         if (stream.status().code() == Code::kUnavailable && next > 0) {
           queue_full = true;
@@ -268,9 +269,9 @@ Result<int> ParseEmbdNormalize(const Json& body, int def) {
   return static_cast<int>(v);
 }
 
-Result<int64_t> ParseDimensions(const Json& body, const ServerState& st) {
+Result<int64_t> ParseDimensions(const Json& body, const ModelContext& m) {
   if (!Present(body, "dimensions")) return int64_t{0};
-  const int64_t n_embd = st.engine->model().hparams().n_embd;
+  const int64_t n_embd = m.engine->model().hparams().n_embd;
   Result<int64_t> d = GetInteger(body, "dimensions", 1, n_embd);
   if (!d.ok()) {
     return InvalidArgument(d.status().message() + " (this model's embeddings have " + std::to_string(n_embd) +
@@ -279,15 +280,19 @@ Result<int64_t> ParseDimensions(const Json& body, const ServerState& st) {
   return d;
 }
 
-bool CheckEmbeddingsServed(const ServerState& st, httplib::Response& res) {
-  if (st.opts.engine.pooling == PoolingType::kRank) {
+bool CheckEmbeddingsServed(const ModelContext& m, httplib::Response& res) {
+  if (m.engine->config().pooling == PoolingType::kRank) {
     SetError(res, 501,
              "this server was started with --rerank: it serves relevance scores on /v1/rerank, not "
              "embeddings; start it with --embeddings (and an embedding model) for those");
     return false;
   }
-  if (!st.opts.engine.embeddings) {
-    SetError(res, 501, "this server does not serve embeddings; start it with --embeddings");
+  // An encoder (BERT) computes nothing else, so it needs no --embeddings.
+  if (!m.engine->config().embeddings && !m.engine->model().arch().encoder) {
+    SetError(res, 501,
+             "model '" + m.model_id +
+                 "' does not serve embeddings; start the server with --embeddings (router mode: or set "
+                 "embeddings = true in its --models-preset section)");
     return false;
   }
   return true;

@@ -29,7 +29,7 @@ Result<TruncateOptions> ParseTruncateOptions(const Json& body, const ServerState
 
 // The most tokens one input may have: a slot's context and, for models with learned positions (non-causal
 // encoders such as BERT), the trained context.
-int32_t MaxInputTokens(const ServerState& st);
+int32_t MaxInputTokens(const ModelContext& m);
 
 // How many tokens at the start (BOS/CLS) and at the end (EOS and/or SEP) of `ids` are the special tokens
 // Tokenize(add_special = true) adds; truncation keeps them.
@@ -50,8 +50,9 @@ struct PreparedInputs {
 // takes token-id inputs as given; an input longer than MaxInputTokens is cut when `t.truncate` (text keeps
 // the special tokens the tokenizer added, token ids are cut as they are), else refused with a 400 naming
 // `field[i]` and both figures. Checks the request limits before and after. false: `res` holds the error.
-bool PrepareInputs(const ServerState& st, std::vector<PromptInput> inputs, const std::string& field,
-                   const TruncateOptions& t, httplib::Response& res, PreparedInputs* out);
+bool PrepareInputs(const ServerState& st, const ModelContext& m, std::vector<PromptInput> inputs,
+                   const std::string& field, const TruncateOptions& t, httplib::Response& res,
+                   PreparedInputs* out);
 
 // The request limits, a 413 naming the limit and the request's figure (false: `res` holds it):
 // --max-client-batch-size on the number of inputs (documents), --max-batch-tokens on their tokens.
@@ -62,11 +63,11 @@ bool CheckTokenCount(const ServerState& st, int64_t n_tokens, const std::string&
 
 // An input longer than MaxInputTokens without truncation: llama-server's 400 exceed_context_size_error.
 // `name` ("input[3]", or "" for a request of one input) starts the message; `what` says what has the tokens.
-void SetInputTooLong(const ServerState& st, httplib::Response& res, const std::string& name, int64_t n_tokens,
+void SetInputTooLong(const ModelContext& m, httplib::Response& res, const std::string& name, int64_t n_tokens,
                      const std::string& what = "the input");
 
 // Says that a request's inputs were cut: the X-Truncated-Inputs header and one log line.
-void ReportTruncation(const ServerState& st, httplib::Response& res, const char* route, size_t n_truncated,
+void ReportTruncation(const ModelContext& m, httplib::Response& res, const char* route, size_t n_truncated,
                       size_t n_inputs);
 
 struct EmbedResult {
@@ -81,9 +82,9 @@ struct EmbedResult {
 // Honours --request-timeout (504), the drain (503 server_shutdown) and a client that hangs up (499),
 // cancelling what it submitted. `field` names an input in errors ("input[3]: ..."). false: `res` holds the
 // error.
-bool RunEmbeddings(ServerState& st, const httplib::Request& req, httplib::Response& res,
-                   std::vector<std::vector<TokenId>> prompts, bool unpooled, const std::string& field,
-                   std::vector<EmbedResult>* out);
+bool RunEmbeddings(ServerState& st, const ModelContext& m, const httplib::Request& req,
+                   httplib::Response& res, std::vector<std::vector<TokenId>> prompts, bool unpooled,
+                   const std::string& field, std::vector<EmbedResult>* out);
 
 // llama-server's embd_normalize (common_embd_normalize): -1 none, 0 max-abs scaled to int16 (32760),
 // 1 taxicab, 2 euclidean, > 2 p-norm. A zero vector stays zero.
@@ -91,11 +92,11 @@ void NormalizeEmbedding(std::vector<float>* v, int norm);
 // `embd_normalize` (an integer in [-1, 100]); absent: `def`.
 Result<int> ParseEmbdNormalize(const Json& body, int def);
 // `dimensions` (Matryoshka): 0 when absent, else an integer in [1, n_embd]; errors name the field.
-Result<int64_t> ParseDimensions(const Json& body, const ServerState& st);
+Result<int64_t> ParseDimensions(const Json& body, const ModelContext& m);
 
 // The refusals of the embedding routes: a server without --embeddings (501, as llama-server) or one started
 // with --rerank, whose engine returns scores instead of embeddings (501). false: `res` holds the error.
-bool CheckEmbeddingsServed(const ServerState& st, httplib::Response& res);
+bool CheckEmbeddingsServed(const ModelContext& m, httplib::Response& res);
 
 // TEI's error body {"error", "error_type"} with TEI's status codes, set directly, or made from the
 // OpenAI-style error a shared helper already put in `res`: 400 -> 422 Validation, 413 -> 413 Validation,

@@ -85,7 +85,7 @@ Status SubmitChoices(Generation& g, std::vector<std::vector<TokenId>> prompts, c
       gr.prompt = j + 1 < n ? prompts[i] : std::move(prompts[i]);
       gr.sampling.seed = base.sampling.seed + static_cast<uint64_t>(j);
       gr.share_prompt_of = first;
-      Result<std::shared_ptr<RequestStream>> stream = g.st->engine->Submit(std::move(gr));
+      Result<std::shared_ptr<RequestStream>> stream = g.model->engine->Submit(std::move(gr));
       if (!stream.ok()) {
         g.CancelAll();
         Status s = stream.status();

@@ -48,6 +48,7 @@ struct LogprobRequest {
 // One HTTP request's generations and what is needed to answer it.
 struct Generation {
   ServerState* st = nullptr;
+  ModelRef model;  // the model answering (its lease held until the answer is written)
   std::string id;
   int64_t created = 0;
   GenerationParams params;

@@ -37,58 +37,67 @@ bool IsPublic(const ServerOptions& o, const std::string& path) {
 }
 
 // Connections served at once: --max-connections, else --http-threads, else one per slot and queue place
-// plus a few for /health, /slots and /metrics (every waiting or generating request holds its connection).
+// plus a few for /health, /slots and /metrics (every waiting or generating request holds its connection);
+// in router mode, for each model that may be loaded at once (--models-max, or 4 without a limit).
 size_t MaxConnections(const ServerOptions& o) {
   if (o.max_connections > 0) return static_cast<size_t>(o.max_connections);
   if (o.http_threads > 0) return static_cast<size_t>(o.http_threads);
-  return static_cast<size_t>(std::min(1024, o.engine.n_parallel + o.engine.max_queue + 16));
+  const int models = !o.router_mode() ? 1 : o.router.models_max > 0 ? o.router.models_max : 4;
+  return static_cast<size_t>(std::min(1024, (o.engine.n_parallel + o.engine.max_queue) * models + 16));
 }
 
-Status LoadChatTemplateOnly(ServerState& st);
-
-// The template, then the tool-call format its model writes (chosen from the template's text).
-Status LoadChatTemplate(ServerState& st) {
-  LS_RETURN_IF_ERROR(LoadChatTemplateOnly(st));
-  st.tool_format = DetectToolCallFormat(st.chat_template->source());
-  LS_LOG_INFO("tool calls: format '%s'", ToolCallFormatName(st.tool_format));
-  st.reasoning_syntax = DetectReasoningSyntax(st.chat_template->source());
-  Result<ReasoningFormat> format = ParseReasoningFormat(st.opts.reasoning_format);
-  if (!format.ok()) return InvalidArgument("--reasoning-format: " + format.status().message());
-  st.reasoning_format = *format;
-  LS_LOG_INFO("reasoning: %s, format %s", ReasoningSyntaxName(st.reasoning_syntax),
-              ReasoningFormatName(st.reasoning_format));
+// The one model (no router): its engine and context.
+Status LoadSingleModel(ServerState& st) {
+  LS_ASSIGN_OR_RETURN(st.engine, Engine::Create(st.opts.engine));
+  const std::string id = st.opts.model_alias.empty()
+                             ? std::filesystem::path(st.opts.engine.model_path).filename().string()
+                             : st.opts.model_alias;
+  Result<std::shared_ptr<ModelContext>> m =
+      MakeModelContext(st.engine.get(), id, st.opts.chat_template, st.opts.chat_template_label);
+  if (!m.ok()) {
+    st.engine.reset();
+    return InvalidArgument("--chat-template: " + m.status().message());
+  }
+  st.model = std::move(*m);
+  st.model->pooling_none = st.opts.pooling_none;
+  const EngineConfig& cfg = st.engine->config();
+  LS_LOG_INFO("model '%s' ready: %d slot(s) of %d tokens, batch %d, queue %d%s", id.c_str(), cfg.n_parallel,
+              st.engine->n_ctx_slot(), cfg.n_batch, cfg.max_queue,
+              cfg.pooling == PoolingType::kRank ? ", reranking on"
+              : cfg.embeddings                  ? ", embeddings on"
+                                                : "");
   return Status::Ok();
 }
 
-Status LoadChatTemplateOnly(ServerState& st) {
-  const ServerOptions& o = st.opts;
-  if (o.chat_template.empty()) {
-    Result<std::string> src = st.engine->model().file().GetString("tokenizer.chat_template");
-    std::string name;
-    st.chat_template = ChatTemplate::ForModel(src.ok() ? *src : "", &name);
-    if (!src.ok()) {
-      LS_LOG_INFO("chat template: the model has none; using the built-in '%s'", name.c_str());
-    } else if (name == "model") {
-      LS_LOG_INFO("chat template: the model's own (tokenizer.chat_template, %zu bytes)", src->size());
-    } else {
-      LS_LOG_WARN("chat template: the model's template cannot be rendered here; using the built-in '%s'",
-                  name.c_str());
-    }
-    return Status::Ok();
-  }
-  for (const std::string& b : ChatTemplate::BuiltinNames()) {
-    if (b == o.chat_template) {
-      LS_ASSIGN_OR_RETURN(ChatTemplate t, ChatTemplate::Builtin(b));
-      st.chat_template = std::move(t);
-      LS_LOG_INFO("chat template: built-in '%s' (--chat-template)", b.c_str());
-      return Status::Ok();
-    }
-  }
-  Result<ChatTemplate> t = ChatTemplate::Parse(o.chat_template, o.chat_template_label);
-  if (!t.ok()) return InvalidArgument("--chat-template: " + t.status().message());
-  st.chat_template = std::move(*t);
-  LS_LOG_INFO("chat template: '%s' from --chat-template (%zu bytes)", o.chat_template_label.c_str(),
-              o.chat_template.size());
+// Router mode: the catalogue and the router; each model's context is built when it loads (the router's
+// attachment), with the preset's chat-template or --chat-template.
+Status CreateRouter(ServerState& st) {
+  RouterConfig rc = st.opts.router;
+  rc.base = st.opts.engine;
+  const std::string cli_template = st.opts.chat_template, cli_label = st.opts.chat_template_label;
+  const bool pooling_none = st.opts.pooling_none;
+  const bool cli_pooling = rc.command_line.pooling.has_value();
+  rc.attach = [=](const CatalogEntry& e, Engine& engine) -> Result<std::shared_ptr<void>> {
+    // --chat-template on the command line wins over the preset's chat-template (llama-server's precedence).
+    const bool own = !e.chat_template.empty() && cli_template.empty();
+    LS_ASSIGN_OR_RETURN(std::shared_ptr<ModelContext> m,
+                        MakeModelContext(&engine, e.id, own ? e.chat_template : cli_template,
+                                         own ? e.origin + " chat-template" : cli_label));
+    m->pooling_none =
+        cli_pooling || !e.overrides.pooling ? pooling_none : *e.overrides.pooling == PoolingType::kNone;
+    return std::shared_ptr<void>(std::move(m));
+  };
+  LS_ASSIGN_OR_RETURN(st.router, Router::Create(std::move(rc)));
+  const std::vector<ModelInfo> models = st.router->List();
+  int loaded = 0;
+  for (const ModelInfo& m : models) loaded += m.status == ModelStatus::kLoaded ? 1 : 0;
+  const BudgetInfo budget = st.router->budget();
+  char limit[64] = "none";
+  if (budget.limit > 0) std::snprintf(limit, sizeof limit, "%.1f MiB", budget.limit / 1048576.0);
+  LS_LOG_INFO(
+      "router ready: %zu model(s) listed, %d loaded, at most %d at once (0: no limit), memory budget %s%s",
+      models.size(), loaded, st.router->config().models_max, limit,
+      st.router->config().autoload ? "" : ", autoload off");
   return Status::Ok();
 }
 
@@ -268,6 +277,7 @@ Status HttpServer::Run() {
   std::signal(SIGPIPE, SIG_IGN);  // a client that vanishes must not kill the server on write
   InstallHooks(st);
   RegisterInfoRoutes(st);
+  RegisterModelRoutes(st);
   RegisterSlotRoutes(st);
   RegisterCompletionRoutes(st);
   RegisterEmbeddingRoutes(st);
@@ -297,7 +307,9 @@ Status HttpServer::Run() {
     listener_done.store(true);
   });
   LS_LOG_INFO("listening on http://%s:%d (loading %s ...)", st.opts.host.c_str(), st.opts.port,
-              st.opts.engine.model_path.empty() ? "the demo model" : st.opts.engine.model_path.c_str());
+              st.opts.router_mode()               ? "the model list"
+              : st.opts.engine.model_path.empty() ? "the demo model"
+                                                  : st.opts.engine.model_path.c_str());
   auto shutdown = [&] {
     st.stopping.store(true);
     // stop() only acts once the listener runs; repeat until the listener thread has returned.
@@ -314,36 +326,19 @@ Status HttpServer::Run() {
       return s;
     }
   }
-  Result<std::unique_ptr<Engine>> engine = Engine::Create(st.opts.engine);
-  if (!engine.ok()) {
+  Result<ReasoningFormat> format = ParseReasoningFormat(st.opts.reasoning_format);
+  Status loaded = format.ok() ? (st.opts.router_mode() ? CreateRouter(st) : LoadSingleModel(st))
+                              : InvalidArgument("--reasoning-format: " + format.status().message());
+  if (!loaded.ok()) {
     shutdown();
-    return engine.status();
+    return loaded;
   }
-  st.engine = std::move(*engine);
-  const Tokenizer& tok = st.engine->tokenizer();
-  st.bos_text = tok.bos() >= 0 ? tok.TokenText(tok.bos()) : "";
-  st.eos_text = tok.eos() >= 0 ? tok.TokenText(tok.eos()) : "";
-  if (Status s = LoadChatTemplate(st); !s.ok()) {
-    shutdown();
-    st.engine.reset();
-    return s;
-  }
-  st.model_id = st.opts.model_alias.empty()
-                    ? std::filesystem::path(st.opts.engine.model_path).filename().string()
-                    : st.opts.model_alias;
-  const EngineConfig& cfg = st.engine->config();
+  st.reasoning_format = *format;
   // The keys themselves are never logged, only how many there are.
-  std::string auth;
   if (!st.opts.api_keys.empty()) {
-    auth = ", API key required (" + std::to_string(st.opts.api_keys.size()) + " key(s)" +
-           (st.opts.metrics_no_auth ? ", /metrics public)" : ")");
+    LS_LOG_INFO("API key required (%zu key(s)%s)", st.opts.api_keys.size(),
+                st.opts.metrics_no_auth ? ", /metrics public" : "");
   }
-  LS_LOG_INFO("model '%s' ready: %d slot(s) of %d tokens, batch %d, queue %d%s%s", st.model_id.c_str(),
-              cfg.n_parallel, st.engine->n_ctx_slot(), cfg.n_batch, cfg.max_queue,
-              cfg.pooling == PoolingType::kRank ? ", reranking on"
-              : cfg.embeddings                  ? ", embeddings on"
-                                                : "",
-              auth.c_str());
   char timeout[32] = "none";
   if (st.opts.request_timeout_s > 0) {
     std::snprintf(timeout, sizeof timeout, "%g s", st.opts.request_timeout_s);
@@ -377,6 +372,8 @@ Status HttpServer::Run() {
   }
   const bool unexpected = !st.stopping.load();
   shutdown();  // joins the HTTP workers (they cancel their requests on `stopping`) before the engine goes
+  st.model.reset();
+  st.router.reset();
   st.engine.reset();
   if (unexpected) return IoError("the HTTP listener stopped unexpectedly");
   LS_LOG_INFO("server stopped");

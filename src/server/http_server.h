@@ -1,5 +1,6 @@
-// `lazyslot serve`: an OpenAI-compatible HTTP server (llama-server's routes and flags) over one Engine.
-// The listener starts before the model loads, so /health answers 503 while loading and 200 once ready.
+// `lazyslot serve`: an OpenAI-compatible HTTP server (llama-server's routes and flags) over one Engine, or
+// over a Router of many models (router mode, as llama-server's `--models-dir`). The listener starts before
+// the model loads, so /health answers 503 while loading and 200 once ready.
 #pragma once
 
 #include <functional>
@@ -9,11 +10,17 @@
 
 #include "core/status.h"
 #include "engine/engine.h"
+#include "router/router.h"
 
 namespace lazyslot::server {
 
 struct ServerOptions {
   EngineConfig engine;
+  // Router mode (docs/models.md): several models from --models-dir, repeated -m or --models-preset, loaded on
+  // demand, each request routed by its `model`. `router.base` is ignored: every model starts from `engine`
+  // (its model_path unused), with its preset section's settings over it. Off while router.sources is empty.
+  RouterConfig router;
+  bool router_mode() const { return !router.sources.empty(); }
   std::string host = "127.0.0.1";
   int port = 8080;
   // Accepted API keys (--api-key, repeatable, and --api-key-file); empty: no authentication. Never logged.

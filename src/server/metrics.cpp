@@ -1,8 +1,11 @@
 // GET /metrics: Prometheus text exposition (format 0.0.4). Names follow llama-server's `llamacpp:` metrics
 // with a `lazyslot:` prefix, plus KV-cache memory (reserved vs committed) and the process's resident memory.
+// Router mode: per-model series carry a `model` label (every listed model, its status and memory), and the
+// engine series of one model are those of `?model=`.
 #include <cstdio>
 #include <string>
 
+#include "core/vm.h"
 #include "server/server_state.h"
 
 namespace lazyslot::server {
@@ -40,10 +43,86 @@ class Writer {
   std::string out_;
 };
 
+void ServerCounters(const ServerState& st, Writer& w);  // the HTTP layer's own counters
+
+std::string Label(const std::string& id) {
+  std::string out = "model=\"";
+  for (char c : id) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The router's own series: one sample per listed model.
+void RouterMetrics(const Router& router, Writer& w) {
+  const std::vector<ModelInfo> models = router.List();
+  int loaded = 0;
+  for (const ModelInfo& m : models) loaded += m.status == ModelStatus::kLoaded ? 1 : 0;
+  w.Metric("lazyslot:models_listed", "gauge", "Models the router serves.",
+           static_cast<double>(models.size()));
+  w.Metric("lazyslot:models_loaded", "gauge", "Models loaded now (not sleeping).", loaded);
+  const BudgetInfo budget = router.budget();
+  w.Metric("lazyslot:memory_budget_bytes", "gauge", "--memory-budget (0: none).",
+           static_cast<double>(budget.limit));
+  w.Metric("lazyslot:memory_budget_used_bytes", "gauge",
+           "Bytes charged to the budget now (weights, KV, scratch, overhead of every model).",
+           static_cast<double>(budget.used));
+  w.Metric("lazyslot:memory_budget_peak_bytes", "gauge", "Most bytes charged to the budget at once.",
+           static_cast<double>(budget.peak));
+  w.Metric("lazyslot:memory_budget_waiting", "gauge", "Requests and loads waiting for room in the budget.",
+           budget.waiting);
+  struct Series {
+    const char* name;
+    const char* type;
+    const char* help;
+    double (*value)(const ModelInfo&);
+  };
+  static const Series kSeries[] = {
+      {"lazyslot:model_loaded", "gauge", "1 while the model is loaded (weights may be resident).",
+       [](const ModelInfo& m) { return m.status == ModelStatus::kLoaded ? 1.0 : 0.0; }},
+      {"lazyslot:model_sleeping", "gauge", "1 while the model sleeps (its weights' pages released).",
+       [](const ModelInfo& m) { return m.status == ModelStatus::kSleeping ? 1.0 : 0.0; }},
+      {"lazyslot:model_failed", "gauge", "1 when the last load failed or the file changed.",
+       [](const ModelInfo& m) { return m.failed ? 1.0 : 0.0; }},
+      {"lazyslot:model_requests_active", "gauge", "Requests using the model now.",
+       [](const ModelInfo& m) { return static_cast<double>(m.leases); }},
+      {"lazyslot:model_loads_total", "counter", "Loads of the model.",
+       [](const ModelInfo& m) { return static_cast<double>(m.loads); }},
+      {"lazyslot:model_load_failures_total", "counter", "Failed loads of the model.",
+       [](const ModelInfo& m) { return static_cast<double>(m.load_failures); }},
+      {"lazyslot:weights_mapped_bytes", "gauge", "Size of the model file mapping.",
+       [](const ModelInfo& m) { return static_cast<double>(m.weights_mapped_bytes); }},
+      {"lazyslot:weights_resident_bytes", "gauge", "Resident pages of the model file mapping.",
+       [](const ModelInfo& m) { return static_cast<double>(m.weights_resident_bytes); }},
+      {"lazyslot:kv_reserved_bytes", "gauge", "Address space reserved for the KV cache.",
+       [](const ModelInfo& m) { return static_cast<double>(m.kv_reserved_bytes); }},
+      {"lazyslot:kv_committed_bytes", "gauge", "KV-cache bytes backed by memory now.",
+       [](const ModelInfo& m) { return static_cast<double>(m.kv_committed_bytes); }},
+      {"lazyslot:scratch_bytes", "gauge", "Forward-pass activation buffers.",
+       [](const ModelInfo& m) { return static_cast<double>(m.scratch_bytes); }},
+      {"lazyslot:model_budget_charged_bytes", "gauge", "The model's charge to --memory-budget.",
+       [](const ModelInfo& m) { return static_cast<double>(m.budget_charged_bytes); }},
+  };
+  for (const Series& series : kSeries) {
+    w.Header(series.name, series.type, series.help);
+    for (const ModelInfo& m : models) w.Sample(series.name, Label(m.id), series.value(m));
+  }
+}
+
 }  // namespace
 
-std::string RenderMetrics(const ServerState& st) {
-  const EngineStats s = st.engine->Stats();
+std::string RenderMetrics(const ServerState& st, const Engine* engine) {
+  if (engine == nullptr) {  // router mode without ?model=: the router's series and the HTTP counters
+    Writer w;
+    RouterMetrics(*st.router, w);
+    const vm::ProcessMemory mem = vm::ReadProcessMemory();
+    w.Metric("lazyslot:process_resident_memory_bytes", "gauge", "Resident set size of the process.",
+             static_cast<double>(mem.rss));
+    ServerCounters(st, w);
+    return w.Take();
+  }
+  const EngineStats s = engine->Stats();
   int busy = 0;
   for (const SlotInfo& slot : s.slots) busy += slot.busy ? 1 : 0;
   Writer w;
@@ -98,7 +177,7 @@ std::string RenderMetrics(const ServerState& st) {
   w.Metric("lazyslot:weights_released", "gauge", "1 while the weights are dropped and not yet paged back.",
            s.weights_released ? 1 : 0);
   // Measured now (mincore over the KV arena, /proc/self for the rest).
-  const MemoryReport mem = st.engine->Memory();
+  const MemoryReport mem = engine->Memory();
   w.Metric("lazyslot:kv_resident_bytes", "gauge", "KV-cache pages resident in RAM (mincore).",
            static_cast<double>(mem.kv_resident));
   w.Metric("lazyslot:weights_mapped_bytes", "gauge", "Size of the model file mapping.",
@@ -111,6 +190,14 @@ std::string RenderMetrics(const ServerState& st) {
            static_cast<double>(mem.rss_anon));
   w.Metric("lazyslot:process_resident_file_bytes", "gauge", "File-backed part of the resident set (weights).",
            static_cast<double>(mem.rss_file));
+  if (st.router) RouterMetrics(*st.router, w);
+  ServerCounters(st, w);
+  return w.Take();
+}
+
+namespace {
+
+void ServerCounters(const ServerState& st, Writer& w) {
   w.Metric("lazyslot:client_disconnects_total", "counter", "Requests whose client left before the end.",
            static_cast<double>(st.streams_disconnected.load()));
   w.Metric("lazyslot:connections_rejected_total", "counter",
@@ -126,7 +213,7 @@ std::string RenderMetrics(const ServerState& st) {
                static_cast<double>(n));
     }
   }
-  return w.Take();
 }
 
+}  // namespace
 }  // namespace lazyslot::server

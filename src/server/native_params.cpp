@@ -162,7 +162,7 @@ Result<NativeOptions> ParseNativeOptions(const Json& body, const Tokenizer& tok,
   return o;
 }
 
-nlohmann::ordered_json GenerationSettingsJson(const GenerationParams& params, const ServerState& st) {
+nlohmann::ordered_json GenerationSettingsJson(const GenerationParams& params, const ModelContext& m) {
   nlohmann::ordered_json j = SamplingParamsJson(params.sampling);
   j["n_predict"] = params.n_predict;
   j["seed"] = params.sampling.seed;
@@ -172,7 +172,7 @@ nlohmann::ordered_json GenerationSettingsJson(const GenerationParams& params, co
   j["stream"] = params.stream;
   j["min_keep"] = 0;
   j["cache_prompt"] = params.cache_prompt;
-  j["model"] = st.model_id;
+  j["model"] = m.model_id;
   return j;
 }
 

@@ -35,6 +35,6 @@ Result<std::vector<TokenId>> ParseNativePrompt(const Json& value, const std::str
                                                const Tokenizer& tok, bool add_bos);
 
 // llama-server's generation_settings object (also /props' default_generation_settings.params).
-nlohmann::ordered_json GenerationSettingsJson(const GenerationParams& params, const ServerState& st);
+nlohmann::ordered_json GenerationSettingsJson(const GenerationParams& params, const ModelContext& m);
 
 }  // namespace lazyslot::server

@@ -21,7 +21,7 @@ OJson Bytes(const std::string& s) {
 
 // One token as llama-server and OpenAI list it: {id, token, bytes, logprob} (post-sampling: prob).
 OJson TokenEntry(const Generation& g, TokenId id, float logprob) {
-  const std::string piece = g.st->engine->tokenizer().TokenToPiece(id, true);
+  const std::string piece = g.model->engine->tokenizer().TokenToPiece(id, true);
   OJson e = {{"id", id}, {"token", piece}, {"bytes", Bytes(piece)}};
   if (g.logprobs.post_sampling) {
     e["prob"] = std::exp(logprob);
@@ -47,7 +47,7 @@ OJson ProbEntries(const Generation& g, const std::vector<TokenRecord>& tokens) {
 
 // OpenAI's legacy completions logprobs, with llama-server's `content` list beside it.
 OJson CompletionLogprobs(const Generation& g, const std::vector<TokenRecord>& tokens, size_t text_offset) {
-  const Tokenizer& tk = g.st->engine->tokenizer();
+  const Tokenizer& tk = g.model->engine->tokenizer();
   OJson pieces = OJson::array(), lps = OJson::array(), tops = OJson::array(), offsets = OJson::array();
   for (const TokenRecord& t : tokens) {
     const std::string piece = tk.TokenToPiece(t.id, true);
@@ -70,7 +70,7 @@ OJson ChunkBase(const Generation& g, const char* object) {
   OJson j = {{"id", g.id},
              {"object", object},
              {"created", g.created},
-             {"model", g.st->model_id},
+             {"model", g.model->model_id},
              {"system_fingerprint", "lazyslot"}};
   if (g.params.include_usage) j["usage"] = nullptr;  // OpenAI: null on every chunk but the last
   return j;
@@ -93,7 +93,7 @@ OJson FinalBody(const Generation& g, const char* object, OJson choices) {
   OJson j = {{"id", g.id},
              {"object", object},
              {"created", g.created},
-             {"model", g.st->model_id},
+             {"model", g.model->model_id},
              {"system_fingerprint", "lazyslot"},
              {"choices", std::move(choices)},
              {"usage", Usage(g, g.n_per_prompt)}};
@@ -354,7 +354,7 @@ class LlamaFormat : public ResponseFormat {
       for (TokenId t : c.tokens) toks.push_back(t);
     }
     // The settings this choice ran with: the server's defaults applied, its own seed.
-    OJson settings = GenerationSettingsJson(g.params, *g.st);
+    OJson settings = GenerationSettingsJson(g.params, *g.model);
     settings["seed"] = g.params.sampling.seed + (i % std::max(1, g.n_per_prompt));
     settings["n_probs"] = g.logprobs.enabled ? g.logprobs.n_top : 0;
     settings["post_sampling_probs"] = g.logprobs.post_sampling;
@@ -363,7 +363,7 @@ class LlamaFormat : public ResponseFormat {
                {"tokens", std::move(toks)},
                {"id_slot", f.slot},
                {"stop", true},
-               {"model", g.st->model_id},
+               {"model", g.model->model_id},
                {"tokens_predicted", f.n_generated},
                {"tokens_evaluated", f.n_prompt},
                {"generation_settings", std::move(settings)},

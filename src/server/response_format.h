@@ -81,14 +81,17 @@ struct TextRun {
 
 // The fields every text route reads into `run` (route-specific ones aside): generation parameters over the
 // server's defaults, log-probabilities, logit_bias, and for the non-chat routes the output constraint.
-Status ReadTextFields(const ServerState& st, const Json& body, TextApi api, TextRun* run);
+Status ReadTextFields(const ServerState& st, const ModelContext& m, const Json& body, TextApi api,
+                      TextRun* run);
 
 // llama-server's native answer for `run` (its prompts already set): id_slot, return_progress and the
 // native format with return_tokens, timings_per_token, response_fields and the prompt text.
-void AnswerNatively(const ServerState& st, const NativeOptions& native, TextRun* run);
+void AnswerNatively(const ModelContext& m, const NativeOptions& native, TextRun* run);
 
 // Checks what needs the engine (n against --parallel, prompts against the context), applies the server's
-// defaults (random seed, -n, --max-tokens-cap, repeat_last_n -1), submits and serves the answer.
-void RunTextGeneration(ServerState& st, TextRun run, const httplib::Request& req, httplib::Response& res);
+// defaults (random seed, -n, --max-tokens-cap, repeat_last_n -1), submits and serves the answer. The request
+// keeps `model` (its lease) until the answer is written.
+void RunTextGeneration(ServerState& st, ModelRef model, TextRun run, const httplib::Request& req,
+                       httplib::Response& res);
 
 }  // namespace lazyslot::server

@@ -18,16 +18,16 @@ namespace lazyslot::server {
 namespace {
 
 // DRY's breakers as tokens, resolved once per list (a scan of the vocabulary) on this HTTP thread.
-std::shared_ptr<const DryBreakers> DryBreakersFor(ServerState& st, const std::vector<std::string>& list) {
+std::shared_ptr<const DryBreakers> DryBreakersFor(ModelContext& m, const std::vector<std::string>& list) {
   {
-    std::lock_guard<std::mutex> lock(st.dry_mu);
-    auto it = st.dry_breakers.find(list);
-    if (it != st.dry_breakers.end()) return it->second;
+    std::lock_guard<std::mutex> lock(m.dry_mu);
+    auto it = m.dry_breakers.find(list);
+    if (it != m.dry_breakers.end()) return it->second;
   }
-  auto resolved = std::make_shared<const DryBreakers>(ResolveDryBreakers(st.engine->tokenizer(), list));
-  std::lock_guard<std::mutex> lock(st.dry_mu);
-  if (st.dry_breakers.size() >= ServerState::kMaxDryLists) st.dry_breakers.clear();
-  st.dry_breakers.emplace(list, resolved);
+  auto resolved = std::make_shared<const DryBreakers>(ResolveDryBreakers(m.engine->tokenizer(), list));
+  std::lock_guard<std::mutex> lock(m.dry_mu);
+  if (m.dry_breakers.size() >= ModelContext::kMaxDryLists) m.dry_breakers.clear();
+  m.dry_breakers.emplace(list, resolved);
   return resolved;
 }
 
@@ -74,7 +74,7 @@ Result<LogprobRequest> ParseLogprobs(const Json& body, TextApi api) {
   return lp;
 }
 
-Result<std::vector<std::vector<TokenId>>> Tokenized(const ServerState& st, std::vector<PromptInput> inputs) {
+Result<std::vector<std::vector<TokenId>>> Tokenized(const ModelContext& m, std::vector<PromptInput> inputs) {
   std::vector<std::vector<TokenId>> out;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].is_tokens) {
@@ -82,7 +82,7 @@ Result<std::vector<std::vector<TokenId>>> Tokenized(const ServerState& st, std::
       continue;
     }
     // As llama-server: BOS as the model asks, and control-token text in the prompt becomes those tokens.
-    Result<std::vector<TokenId>> ids = st.engine->tokenizer().Tokenize(inputs[i].text, true, true);
+    Result<std::vector<TokenId>> ids = m.engine->tokenizer().Tokenize(inputs[i].text, true, true);
     if (!ids.ok()) return InvalidArgument("prompt: tokenizing failed: " + ids.status().message());
     out.push_back(std::move(*ids));
   }
@@ -92,8 +92,8 @@ Result<std::vector<std::vector<TokenId>>> Tokenized(const ServerState& st, std::
 // Refuses a request whose prompts cannot be run: more prompts x choices than slots + queue can ever take
 // (the request's fault, 400, not overload), or a prompt without room for one generated token (llama-server's
 // exceed_context_size_error, answered before any stream starts).
-Status CheckPromptCount(const ServerState& st, size_t n_prompts, int n) {
-  const EngineConfig& cfg = st.engine->config();
+Status CheckPromptCount(const ModelContext& m, size_t n_prompts, int n) {
+  const EngineConfig& cfg = m.engine->config();
   const size_t capacity = static_cast<size_t>(std::max(1, cfg.n_parallel + cfg.max_queue));
   if (n_prompts * n <= capacity) return Status::Ok();
   const std::string what = n == 1 ? std::to_string(n_prompts) + " prompts"
@@ -103,14 +103,14 @@ Status CheckPromptCount(const ServerState& st, size_t n_prompts, int n) {
                          std::to_string(capacity) + " at once (--parallel + --max-queue)");
 }
 
-bool CheckPrompts(const ServerState& st, const std::vector<std::vector<TokenId>>& prompts, int n,
+bool CheckPrompts(const ModelContext& m, const std::vector<std::vector<TokenId>>& prompts, int n,
                   ResponseFormat& format, httplib::Response& res) {
-  Status count = CheckPromptCount(st, prompts.size(), n);
+  Status count = CheckPromptCount(m, prompts.size(), n);
   if (!count.ok()) {
     format.SetError(res, count);
     return false;
   }
-  const int32_t n_ctx = st.engine->n_ctx_slot();
+  const int32_t n_ctx = m.engine->n_ctx_slot();
   for (size_t i = 0; i < prompts.size(); ++i) {
     if (static_cast<int64_t>(prompts[i].size()) + 1 > n_ctx) {
       format.SetContextError(res, static_cast<int64_t>(prompts[i].size()), n_ctx,
@@ -126,7 +126,7 @@ bool CheckPrompts(const ServerState& st, const std::vector<std::vector<TokenId>>
 
 }  // namespace
 
-void AnswerNatively(const ServerState& st, const NativeOptions& native, TextRun* run) {
+void AnswerNatively(const ModelContext& m, const NativeOptions& native, TextRun* run) {
   run->id_slot = native.id_slot;
   run->return_progress = native.return_progress;
   LlamaFormatOptions fo;
@@ -134,17 +134,18 @@ void AnswerNatively(const ServerState& st, const NativeOptions& native, TextRun*
   fo.timings_per_token = native.timings_per_token;
   fo.response_fields = native.response_fields;
   if (run->prompts.size() == 1) {
-    fo.prompt_text = st.engine->tokenizer().Detokenize(run->prompts[0], false, true);
+    fo.prompt_text = m.engine->tokenizer().Detokenize(run->prompts[0], false, true);
   }
   run->format = MakeLlamaFormat(std::move(fo));
 }
 
-Status ReadTextFields(const ServerState& st, const Json& body, TextApi api, TextRun* run) {
+Status ReadTextFields(const ServerState& st, const ModelContext& m, const Json& body, TextApi api,
+                      TextRun* run) {
   LS_ASSIGN_OR_RETURN(run->params, ParseGenerationParams(body, st.opts.sampling));
   LS_ASSIGN_OR_RETURN(run->logprobs, ParseLogprobs(body, api));
   if (auto lb = body.find("logit_bias"); lb != body.end()) {
     LS_ASSIGN_OR_RETURN(run->params.sampling.logit_bias,
-                        ParseLogitBias(*lb, st.engine->tokenizer(), st.engine->model().hparams().n_vocab));
+                        ParseLogitBias(*lb, m.engine->tokenizer(), m.engine->model().hparams().n_vocab));
   }
   if (api != TextApi::kChat) {
     LS_ASSIGN_OR_RETURN(run->constraint, ParseOutputConstraint(body));
@@ -152,15 +153,17 @@ Status ReadTextFields(const ServerState& st, const Json& body, TextApi api, Text
   return Status::Ok();
 }
 
-void RunTextGeneration(ServerState& st, TextRun run, const httplib::Request& req, httplib::Response& res) {
+void RunTextGeneration(ServerState& st, ModelRef model, TextRun run, const httplib::Request& req,
+                       httplib::Response& res) {
+  ModelContext& m = *model;
   GenerationParams& params = run.params;
-  if (params.n > st.engine->config().n_parallel) {
+  if (params.n > m.engine->config().n_parallel) {
     return run.format->SetError(
         res, InvalidArgument("n: " + std::to_string(params.n) + " choices, but this server runs at most " +
-                             std::to_string(st.engine->config().n_parallel) +
+                             std::to_string(m.engine->config().n_parallel) +
                              " at once (--parallel); ask for fewer"));
   }
-  if (!CheckPrompts(st, run.prompts, params.n, *run.format, res)) return;
+  if (!CheckPrompts(m, run.prompts, params.n, *run.format, res)) return;
   if (run.logprobs.post_sampling && !run.constraint.gbnf.empty()) {
     return run.format->SetError(
         res, InvalidArgument("post_sampling_probs: not available with " + run.constraint.field +
@@ -174,6 +177,7 @@ void RunTextGeneration(ServerState& st, TextRun run, const httplib::Request& req
   }
   auto g = std::make_shared<Generation>();
   g->st = &st;
+  g->model = std::move(model);
   g->active = std::make_unique<ActiveRequest>(&st);
   g->deadline = run.deadline;
   g->id = run.id;
@@ -188,9 +192,9 @@ void RunTextGeneration(ServerState& st, TextRun run, const httplib::Request& req
   if (st.opts.max_tokens_cap > 0 && (params.n_predict < 0 || params.n_predict > st.opts.max_tokens_cap)) {
     params.n_predict = st.opts.max_tokens_cap;  // --max-tokens-cap: a hard cap
   }
-  params.sampling.repeat_last_n = params.repeat_last_n < 0 ? st.engine->n_ctx_slot() : params.repeat_last_n;
+  params.sampling.repeat_last_n = params.repeat_last_n < 0 ? m.engine->n_ctx_slot() : params.repeat_last_n;
   if (UsesDry(params.sampling))
-    params.sampling.dry_breakers = DryBreakersFor(st, params.sampling.dry_sequence_breakers);
+    params.sampling.dry_breakers = DryBreakersFor(m, params.sampling.dry_sequence_breakers);
   g->params = params;
 
   GenerationRequest base;
@@ -222,12 +226,15 @@ void HandleGeneration(ServerState& st, TextApi api, const httplib::Request& req,
                                                          : RequestKind::kNative;
   Status known = CheckKnownFields(*body, kind);
   if (!known.ok()) return SetStatusError(res, known);
+  Result<ModelRef> model = ResolveModel(st, req, &*body);
+  if (!model.ok()) return SetStatusError(res, model.status());
+  const ModelContext& m = **model;
   TextRun run;
   run.deadline = deadline;
-  Status fields = ReadTextFields(st, *body, api, &run);
+  Status fields = ReadTextFields(st, m, *body, api, &run);
   if (!fields.ok()) return SetStatusError(res, fields);
   if (api == TextApi::kChat) {
-    Result<ChatSetup> setup = PrepareChat(st, *body);
+    Result<ChatSetup> setup = PrepareChat(st, m, *body);
     if (!setup.ok()) return SetStatusError(res, setup.status());
     run.id = NewId("chatcmpl-");
     run.chat = true;
@@ -236,7 +243,7 @@ void HandleGeneration(ServerState& st, TextApi api, const httplib::Request& req,
     run.constraint = std::move(setup->constraint);
     run.trigger_at_start = setup->trigger_at_start;
     run.format = MakeOpenAiChatFormat();
-    return RunTextGeneration(st, std::move(run), req, res);
+    return RunTextGeneration(st, std::move(*model), std::move(run), req, res);
   }
   if (api == TextApi::kCompletion) {
     Status extras = CheckCompletionExtras(*body);
@@ -245,28 +252,28 @@ void HandleGeneration(ServerState& st, TextApi api, const httplib::Request& req,
     if (it == body->end() || it->is_null()) return SetError(res, 400, "prompt: is required", "prompt");
     Result<std::vector<PromptInput>> inputs = ParsePromptList(*it, "prompt");
     if (!inputs.ok()) return SetStatusError(res, inputs.status());
-    Status count = CheckPromptCount(st, inputs->size(), run.params.n);  // before tokenizing them all
+    Status count = CheckPromptCount(m, inputs->size(), run.params.n);  // before tokenizing them all
     if (!count.ok()) return SetStatusError(res, count);
-    Result<std::vector<std::vector<TokenId>>> ids = Tokenized(st, std::move(*inputs));
+    Result<std::vector<std::vector<TokenId>>> ids = Tokenized(m, std::move(*inputs));
     if (!ids.ok()) return SetStatusError(res, ids.status());
     run.prompts = std::move(*ids);
     run.id = NewId("cmpl-");
     run.format = MakeOpenAiCompletionFormat();
-    return RunTextGeneration(st, std::move(run), req, res);
+    return RunTextGeneration(st, std::move(*model), std::move(run), req, res);
   }
   // A list of prompts (not one mixed prompt, which holds numbers) is counted before it is tokenized.
   if (auto p = body->find("prompt");
       p != body->end() && p->is_array() &&
       std::none_of(p->begin(), p->end(), [](const Json& e) { return e.is_number(); })) {
-    Status count = CheckPromptCount(st, p->size(), run.params.n);
+    Status count = CheckPromptCount(m, p->size(), run.params.n);
     if (!count.ok()) return SetStatusError(res, count);
   }
-  Result<NativeOptions> native = ParseNativeOptions(*body, st.engine->tokenizer());
+  Result<NativeOptions> native = ParseNativeOptions(*body, m.engine->tokenizer());
   if (!native.ok()) return SetStatusError(res, native.status());
   run.prompts = std::move(native->prompts);
   run.id = NewId("cmpl-");
-  AnswerNatively(st, *native, &run);
-  RunTextGeneration(st, std::move(run), req, res);
+  AnswerNatively(m, *native, &run);
+  RunTextGeneration(st, std::move(*model), std::move(run), req, res);
 }
 
 // POST /apply-template: a chat body in, {"prompt": the rendered text} out (llama-server's route).
@@ -275,7 +282,9 @@ void HandleApplyTemplate(ServerState& st, const httplib::Request& req, httplib::
   if (!body) return;
   Status known = CheckKnownFields(*body, RequestKind::kChat);
   if (!known.ok()) return SetStatusError(res, known);
-  Result<std::string> prompt = RenderChat(st, *body);
+  Result<ModelRef> model = ResolveModel(st, req, &*body);
+  if (!model.ok()) return SetStatusError(res, model.status());
+  Result<std::string> prompt = RenderChat(st, **model, *body);
   if (!prompt.ok()) return SetStatusError(res, prompt.status());
   res.set_content(Dump(nlohmann::json{{"prompt", *prompt}}), "application/json; charset=utf-8");
 }
@@ -286,7 +295,9 @@ void HandleChatInputTokens(ServerState& st, const httplib::Request& req, httplib
   if (!body) return;
   Status known = CheckKnownFields(*body, RequestKind::kChat);
   if (!known.ok()) return SetStatusError(res, known);
-  Result<ChatSetup> setup = PrepareChat(st, *body);
+  Result<ModelRef> model = ResolveModel(st, req, &*body);
+  if (!model.ok()) return SetStatusError(res, model.status());
+  Result<ChatSetup> setup = PrepareChat(st, **model, *body);
   if (!setup.ok()) return SetStatusError(res, setup.status());
   res.set_content(Dump(nlohmann::json{{"input_tokens", setup->prompt.size()}}),
                   "application/json; charset=utf-8");

@@ -43,17 +43,20 @@ Result<int> ReadNormalization(const Json& body, int server_default) {
 }
 
 void HandleEmbeddings(ServerState& st, const httplib::Request& req, httplib::Response& res) {
-  if (!CheckEmbeddingsServed(st, res)) return;
-  if (st.opts.pooling_none) {
-    return SetError(
-        res, 400,
-        "--pooling none gives one vector per token, which /v1/embeddings cannot return; start the "
-        "server with --pooling mean, cls or last (or use POST /embedding or /embed_all)");
-  }
   std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
   if (!body) return;
   if (Status known = CheckKnownFields(*body, RequestKind::kEmbedding); !known.ok()) {
     return SetStatusError(res, known);
+  }
+  Result<ModelRef> model = ResolveModel(st, req, &*body);
+  if (!model.ok()) return SetStatusError(res, model.status());
+  const ModelContext& m = **model;
+  if (!CheckEmbeddingsServed(m, res)) return;
+  if (m.pooling_none) {
+    return SetError(
+        res, 400,
+        "--pooling none gives one vector per token, which /v1/embeddings cannot return; start the "
+        "server with --pooling mean, cls or last (or use POST /embedding or /embed_all)");
   }
   Result<std::vector<PromptInput>> inputs = ReadInputs(*body);
   if (!inputs.ok()) return SetError(res, 400, inputs.status().message(), "input");
@@ -63,7 +66,7 @@ void HandleEmbeddings(ServerState& st, const httplib::Request& req, httplib::Res
     return SetError(res, 400, "encoding_format: must be \"float\" or \"base64\", got \"" + *format + "\"",
                     "encoding_format");
   }
-  Result<int64_t> dimensions = ParseDimensions(*body, st);
+  Result<int64_t> dimensions = ParseDimensions(*body, m);
   if (!dimensions.ok()) return SetError(res, 400, dimensions.status().message(), "dimensions");
   Result<int> norm = ReadNormalization(*body, st.opts.embd_normalize);
   if (!norm.ok()) return SetStatusError(res, norm.status());
@@ -71,10 +74,10 @@ void HandleEmbeddings(ServerState& st, const httplib::Request& req, httplib::Res
   if (!truncate.ok()) return SetStatusError(res, truncate.status());
 
   PreparedInputs prepared;
-  if (!PrepareInputs(st, std::move(*inputs), "input", *truncate, res, &prepared)) return;
+  if (!PrepareInputs(st, m, std::move(*inputs), "input", *truncate, res, &prepared)) return;
   const size_t n_inputs = prepared.prompts.size();
   std::vector<EmbedResult> results;
-  if (!RunEmbeddings(st, req, res, std::move(prepared.prompts), /*unpooled=*/false, "input", &results))
+  if (!RunEmbeddings(st, m, req, res, std::move(prepared.prompts), /*unpooled=*/false, "input", &results))
     return;
 
   nlohmann::json data = nlohmann::json::array();
@@ -95,20 +98,23 @@ void HandleEmbeddings(ServerState& st, const httplib::Request& req, httplib::Res
   }
   nlohmann::json usage = {{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}};
   if (truncate->truncate) usage["truncated"] = prepared.n_truncated;
-  ReportTruncation(st, res, "/v1/embeddings", prepared.n_truncated, n_inputs);
+  ReportTruncation(m, res, "/v1/embeddings", prepared.n_truncated, n_inputs);
   nlohmann::json out = {
-      {"object", "list"}, {"data", std::move(data)}, {"model", st.model_id}, {"usage", std::move(usage)}};
+      {"object", "list"}, {"data", std::move(data)}, {"model", m.model_id}, {"usage", std::move(usage)}};
   res.set_content(Dump(out), "application/json; charset=utf-8");
 }
 
 // llama-server's POST /embedding.
 void HandleNativeEmbedding(ServerState& st, const httplib::Request& req, httplib::Response& res) {
-  if (!CheckEmbeddingsServed(st, res)) return;
   std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
   if (!body) return;
   static const std::vector<std::string> kFields = {
       "content", "input", "embd_normalize", "truncate", "truncation_direction", "model"};
   if (Status known = CheckFieldNames(*body, kFields); !known.ok()) return SetStatusError(res, known);
+  Result<ModelRef> model = ResolveModel(st, req, &*body);
+  if (!model.ok()) return SetStatusError(res, model.status());
+  const ModelContext& m = **model;
+  if (!CheckEmbeddingsServed(m, res)) return;
   auto content = body->find("content");
   if (Present(*body, "input")) content = body->find("input");
   if (content == body->end() || content->is_null()) {
@@ -123,13 +129,13 @@ void HandleNativeEmbedding(ServerState& st, const httplib::Request& req, httplib
 
   const std::string field = content.key();
   PreparedInputs prepared;
-  if (!PrepareInputs(st, std::move(*inputs), field, *truncate, res, &prepared)) return;
+  if (!PrepareInputs(st, m, std::move(*inputs), field, *truncate, res, &prepared)) return;
   const size_t n_inputs = prepared.prompts.size();
-  const bool unpooled = st.opts.pooling_none;
+  const bool unpooled = m.pooling_none;
   std::vector<EmbedResult> results;
-  if (!RunEmbeddings(st, req, res, std::move(prepared.prompts), unpooled, field, &results)) return;
+  if (!RunEmbeddings(st, m, req, res, std::move(prepared.prompts), unpooled, field, &results)) return;
 
-  const size_t n_embd = static_cast<size_t>(st.engine->model().hparams().n_embd);
+  const size_t n_embd = static_cast<size_t>(m.engine->model().hparams().n_embd);
   nlohmann::json out = nlohmann::json::array();
   for (size_t i = 0; i < results.size(); ++i) {
     std::vector<float>& v = results[i].values;
@@ -146,7 +152,7 @@ void HandleNativeEmbedding(ServerState& st, const httplib::Request& req, httplib
     }
     out.push_back({{"index", i}, {"embedding", std::move(rows)}});
   }
-  ReportTruncation(st, res, "/embedding", prepared.n_truncated, n_inputs);
+  ReportTruncation(m, res, "/embedding", prepared.n_truncated, n_inputs);
   res.set_content(Dump(out), "application/json; charset=utf-8");
 }
 

@@ -18,9 +18,9 @@ struct FimTokens {
 
 // The FIM tokens: the GGUF's tokenizer.ggml.fim_*_token_id, else found by their usual texts (as llama.cpp
 // does for Qwen, StarCoder, CodeLlama, DeepSeek Coder and Codestral vocabularies).
-FimTokens ScanFimTokens(const ServerState& st) {
-  const Tokenizer& tok = st.engine->tokenizer();
-  const gguf::File& f = st.engine->model().file();
+FimTokens ScanFimTokens(const ModelContext& m) {
+  const Tokenizer& tok = m.engine->tokenizer();
+  const gguf::File& f = m.engine->model().file();
   auto by_key = [&](const char* key) -> TokenId {
     Result<uint32_t> id = f.GetU32(key);
     return id.ok() && static_cast<int32_t>(*id) < tok.n_vocab() ? static_cast<TokenId>(*id) : -1;
@@ -72,17 +72,11 @@ FimTokens ScanFimTokens(const ServerState& st) {
   return t;
 }
 
-// Scanned once per engine (a pass over the vocabulary).
-FimTokens FindFimTokens(const ServerState& st) {
-  static std::mutex mu;
-  static const Engine* scanned_for = nullptr;
-  static FimTokens tokens;
-  std::lock_guard<std::mutex> lock(mu);
-  if (scanned_for != st.engine.get()) {
-    tokens = ScanFimTokens(st);
-    scanned_for = st.engine.get();
-  }
-  return tokens;
+// Scanned once per loaded model (a pass over the vocabulary), kept in its context.
+FimTokens FindFimTokens(ModelContext& m) {
+  std::lock_guard<std::mutex> lock(m.fim_mu);
+  if (!m.fim_tokens) m.fim_tokens = std::make_shared<const FimTokens>(ScanFimTokens(m));
+  return *static_cast<const FimTokens*>(m.fim_tokens.get());
 }
 
 Result<std::vector<TokenId>> Plain(const Tokenizer& tok, const std::string& text, const std::string& field) {
@@ -91,8 +85,8 @@ Result<std::vector<TokenId>> Plain(const Tokenizer& tok, const std::string& text
   return ids;
 }
 
-Result<std::vector<TokenId>> InfillPrompt(const ServerState& st, const FimTokens& fim, const Json& body) {
-  const Tokenizer& tok = st.engine->tokenizer();
+Result<std::vector<TokenId>> InfillPrompt(const ModelContext& m, const FimTokens& fim, const Json& body) {
+  const Tokenizer& tok = m.engine->tokenizer();
   auto text_field = [&](const char* name, bool required) -> Result<std::string> {
     auto it = body.find(name);
     if (it == body.end() || it->is_null()) {
@@ -167,7 +161,14 @@ Result<std::vector<TokenId>> InfillPrompt(const ServerState& st, const FimTokens
 
 void HandleInfill(ServerState& st, const httplib::Request& req, httplib::Response& res) {
   const Deadline deadline(st.opts.request_timeout_s);
-  const FimTokens fim = FindFimTokens(st);
+  std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
+  if (!body) return;
+  Status known = CheckKnownFields(*body, RequestKind::kNative);
+  if (!known.ok()) return SetStatusError(res, known);
+  Result<ModelRef> model = ResolveModel(st, req, &*body);
+  if (!model.ok()) return SetStatusError(res, model.status());
+  ModelContext& m = **model;
+  const FimTokens fim = FindFimTokens(m);
   if (fim.pre < 0 || fim.suf < 0 || fim.mid < 0) {
     std::string missing;
     if (fim.pre < 0) missing += " prefix";
@@ -175,22 +176,18 @@ void HandleInfill(ServerState& st, const httplib::Request& req, httplib::Respons
     if (fim.mid < 0) missing += " middle";
     return SetError(res, 501, "infill is not supported by this model: it has no FIM token for" + missing);
   }
-  std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
-  if (!body) return;
-  Status known = CheckKnownFields(*body, RequestKind::kNative);
-  if (!known.ok()) return SetStatusError(res, known);
   TextRun run;
-  Status fields = ReadTextFields(st, *body, TextApi::kLlama, &run);
+  Status fields = ReadTextFields(st, m, *body, TextApi::kLlama, &run);
   if (!fields.ok()) return SetStatusError(res, fields);
-  Result<NativeOptions> native = ParseNativeOptions(*body, st.engine->tokenizer(), /*read_prompt=*/false);
+  Result<NativeOptions> native = ParseNativeOptions(*body, m.engine->tokenizer(), /*read_prompt=*/false);
   if (!native.ok()) return SetStatusError(res, native.status());
-  Result<std::vector<TokenId>> prompt = InfillPrompt(st, fim, *body);
+  Result<std::vector<TokenId>> prompt = InfillPrompt(m, fim, *body);
   if (!prompt.ok()) return SetStatusError(res, prompt.status());
   run.id = NewId("cmpl-");
   run.deadline = deadline;
   run.prompts.push_back(std::move(*prompt));
-  AnswerNatively(st, *native, &run);
-  RunTextGeneration(st, std::move(run), req, res);
+  AnswerNatively(m, *native, &run);
+  RunTextGeneration(st, std::move(*model), std::move(run), req, res);
 }
 
 }  // namespace

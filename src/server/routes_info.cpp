@@ -1,4 +1,5 @@
-// The small routes: GET /health, /v1/models, /props, /metrics; POST /tokenize, /detokenize.
+// The small routes: GET /health, /props, /metrics; POST /tokenize, /detokenize (the model list and the
+// router's load/unload routes are in routes_models.cpp).
 #include <filesystem>
 
 #include "server/errors.h"
@@ -50,7 +51,9 @@ void Tokenize(ServerState& st, const httplib::Request& req, httplib::Response& r
   if (!parse_special.ok()) return SetStatusError(res, parse_special.status());
   Result<bool> with_pieces = GetBool(*body, "with_pieces", false);
   if (!with_pieces.ok()) return SetStatusError(res, with_pieces.status());
-  const Tokenizer& tok = st.engine->tokenizer();
+  Result<ModelRef> model = ResolveModel(st, req, &*body);
+  if (!model.ok()) return SetStatusError(res, model.status());
+  const Tokenizer& tok = model->engine().tokenizer();
   Result<std::vector<TokenId>> ids = tok.Tokenize(*content, *add_special, *parse_special);
   if (!ids.ok())
     return SetError(res, 400, "content: tokenizing failed: " + ids.status().message(), "content");
@@ -78,7 +81,9 @@ void Detokenize(ServerState& st, const httplib::Request& req, httplib::Response&
     if (!parsed.ok()) return SetStatusError(res, parsed.status());
     ids = std::move(*parsed);
   }
-  const Tokenizer& tok = st.engine->tokenizer();
+  Result<ModelRef> model = ResolveModel(st, req, &*body);
+  if (!model.ok()) return SetStatusError(res, model.status());
+  const Tokenizer& tok = model->engine().tokenizer();
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] >= tok.n_vocab()) {
       return SetError(res, 400,
@@ -90,43 +95,27 @@ void Detokenize(ServerState& st, const httplib::Request& req, httplib::Response&
   SendJson(res, {{"content", tok.Detokenize(ids, /*remove_special=*/false, /*render_special=*/true)}});
 }
 
-nlohmann::json ModelMeta(const ServerState& st) {
-  const HParams& hp = st.engine->model().hparams();
-  return {{"n_vocab", hp.n_vocab},
-          {"n_ctx_train", hp.n_ctx_train},
-          {"n_embd", hp.n_embd},
-          {"n_layer", hp.n_layer},
-          {"arch", hp.arch}};
-}
-
-void Models(ServerState& st, httplib::Response& res) {
-  const int64_t created =
-      std::chrono::duration_cast<std::chrono::seconds>(st.started.time_since_epoch()).count();
-  SendJson(res, {{"object", "list"},
-                 {"data", nlohmann::json::array({{{"id", st.model_id},
-                                                  {"object", "model"},
-                                                  {"created", created},
-                                                  {"owned_by", "lazyslot"},
-                                                  {"meta", ModelMeta(st)}}})}});
-}
-
-void Props(ServerState& st, httplib::Response& res) {
-  const EngineConfig& cfg = st.engine->config();
+// GET /props (router mode: of ?model=, loaded for it as llama-server's router does unless ?autoload=false).
+void Props(ServerState& st, const httplib::Request& req, httplib::Response& res) {
+  Result<ModelRef> model = ResolveModel(st, req, nullptr);
+  if (!model.ok()) return SetStatusError(res, model.status());
+  const ModelContext& m = **model;
+  const EngineConfig& cfg = m.engine->config();
   // As llama-server: the slot defaults, with the sampling defaults (--temp, --seed, ...) under "params".
   GenerationParams defaults;
   defaults.sampling = st.opts.sampling;
   defaults.n_predict = st.opts.n_predict;
   defaults.repeat_last_n = st.opts.sampling.repeat_last_n;
-  nlohmann::json settings = {{"n_ctx", st.engine->n_ctx_slot()},
+  nlohmann::json settings = {{"n_ctx", m.engine->n_ctx_slot()},
                              {"n_predict", st.opts.n_predict},
-                             {"model", st.model_id},
+                             {"model", m.model_id},
                              {"is_processing", false},
-                             {"params", GenerationSettingsJson(defaults, st)}};
+                             {"params", GenerationSettingsJson(defaults, m)}};
   SendJson(res, {{"default_generation_settings", settings},
                  {"total_slots", cfg.n_parallel},
                  {"n_parallel", cfg.n_parallel},
                  {"n_ctx", cfg.n_ctx},
-                 {"n_ctx_slot", st.engine->n_ctx_slot()},
+                 {"n_ctx_slot", m.engine->n_ctx_slot()},
                  {"n_batch", cfg.n_batch},
                  {"max_queue", cfg.max_queue},
                  {"kv_budget", cfg.kv_budget},
@@ -136,31 +125,31 @@ void Props(ServerState& st, httplib::Response& res) {
                  {"slot_save_path", cfg.slot_save_path},
                  {"flash_attn", cfg.flash_attn},
                  {"model_path", cfg.model_path},
-                 {"model_alias", st.model_id},
+                 {"model_alias", m.model_id},
                  {"embeddings", cfg.embeddings && cfg.pooling != PoolingType::kRank},
                  {"reranking", cfg.pooling == PoolingType::kRank},
-                 {"pooling", PoolingName(st.engine->pooling())},
+                 {"pooling", PoolingName(m.engine->pooling())},
                  {"embd_normalize", st.opts.embd_normalize},
                  {"auto_truncate", st.opts.auto_truncate},
                  {"max_client_batch_size", st.opts.max_client_batch_size},
                  {"max_batch_tokens", st.opts.max_batch_tokens},
-                 {"chat_template_name", st.chat_template->name()},
-                 {"chat_template", st.chat_template->source()},
-                 {"bos_token", st.bos_text},
-                 {"eos_token", st.eos_text},
+                 {"chat_template_name", m.chat_template.name()},
+                 {"chat_template", m.chat_template.source()},
+                 {"bos_token", m.bos_text},
+                 {"eos_token", m.eos_text},
                  {"modalities", {{"vision", false}, {"audio", false}}},
-                 {"is_sleeping", st.engine->Stats().weights_released},
+                 {"is_sleeping", m.engine->Stats().weights_released},
                  {"is_draining", st.draining.load()},
                  {"reasoning_format", ReasoningFormatName(st.reasoning_format)},
-                 {"reasoning_syntax", ReasoningSyntaxName(st.reasoning_syntax)},
-                 {"tool_call_format", ToolCallFormatName(st.tool_format)},
+                 {"reasoning_syntax", ReasoningSyntaxName(m.reasoning_syntax)},
+                 {"tool_call_format", ToolCallFormatName(m.tool_format)},
                  {"build_info", "lazyslot"}});
 }
 
 }  // namespace
 
-std::string WhyNotReady(const ServerState& st) {
-  const EngineStats stats = st.engine->Stats();
+std::string WhyNotReady(const Engine& engine) {
+  const EngineStats stats = engine.Stats();
   if (stats.queue_length > 0) return std::to_string(stats.queue_length) + " request(s) waiting for a slot";
   bool idle = false;
   for (const SlotInfo& s : stats.slots) idle = idle || !s.busy;
@@ -185,8 +174,11 @@ void RegisterInfoRoutes(ServerState& st) {
       res.set_header("Retry-After", "1");
       return SendJson(res, {{"status", "draining"}});
     }
-    if (req.get_param_value("ready") == "1") {
-      const std::string busy = WhyNotReady(s);
+    // Router mode: readiness of ?model= if named (without loading it), else the router's own.
+    if (req.get_param_value("ready") == "1" && (!s.router || req.has_param("model"))) {
+      Result<ModelRef> model = ResolveModel(s, req.get_param_value("model"), /*autoload=*/false);
+      if (!model.ok()) return SetStatusError(res, model.status());
+      const std::string busy = WhyNotReady(model->engine());
       if (!busy.empty()) {
         res.status = 503;
         res.set_header("Retry-After", "1");
@@ -197,13 +189,17 @@ void RegisterInfoRoutes(ServerState& st) {
   };
   st.http.Get("/health", guard(health));
   st.http.Get("/v1/health", guard(health));
-  auto models = [](ServerState& s, const httplib::Request&, httplib::Response& res) { Models(s, res); };
-  st.http.Get("/v1/models", guard(models));
-  st.http.Get("/models", guard(models));
-  st.http.Get("/props",
-              guard([](ServerState& s, const httplib::Request&, httplib::Response& res) { Props(s, res); }));
-  st.http.Get("/metrics", guard([](ServerState& s, const httplib::Request&, httplib::Response& res) {
-                res.set_content(RenderMetrics(s), "text/plain; version=0.0.4; charset=utf-8");
+  st.http.Get("/props", guard(Props));
+  st.http.Get("/metrics", guard([](ServerState& s, const httplib::Request& req, httplib::Response& res) {
+                // Router mode: ?model= adds that model's engine series; it is not loaded for a scrape.
+                std::optional<ModelRef> model;
+                if (!s.router || req.has_param("model")) {
+                  Result<ModelRef> r = ResolveModel(s, req.get_param_value("model"), /*autoload=*/false);
+                  if (!r.ok()) return SetStatusError(res, r.status());
+                  model = std::move(*r);
+                }
+                res.set_content(RenderMetrics(s, model ? &model->engine() : nullptr),
+                                "text/plain; version=0.0.4; charset=utf-8");
               }));
   st.http.Post("/tokenize", guard(Tokenize));
   st.http.Post("/detokenize", guard(Detokenize));

@@ -23,7 +23,7 @@ class AnthropicFormat : public ResponseFormat {
  public:
   std::string StreamStart(const Generation& g) override {
     const Choice& c = g.choices[0];
-    return writer_.Start(g.id, g.st->model_id, c.n_prompt, c.n_cached);
+    return writer_.Start(g.id, g.model->model_id, c.n_prompt, c.n_cached);
   }
   std::string StreamToken(const Generation& g, size_t i, const std::vector<ChatDelta>& deltas,
                           const TokenRecord* token) override {
@@ -40,7 +40,7 @@ class AnthropicFormat : public ResponseFormat {
     return AnthropicErrorEvent(http_status, message);
   }
   OJson Final(const Generation& g, const std::vector<ChatOutcome>& outcomes) override {
-    return AnthropicMessageJson(outcomes[0], g.id, g.st->model_id);
+    return AnthropicMessageJson(outcomes[0], g.id, g.model->model_id);
   }
   void SetError(httplib::Response& res, const Status& status) override {
     SetAnthropicError(res, HttpStatusFor(status.code()), AnthropicErrorMessage(status.message()));
@@ -105,11 +105,12 @@ class ResponsesFormat : public ResponseFormat {
 };
 
 // The chat part shared by both APIs: the translated body through the chat pipeline, answered in `format`.
-void RunChat(ServerState& st, const Json& chat_body, std::string id, std::shared_ptr<ResponseFormat> format,
-             const Deadline& deadline, const httplib::Request& req, httplib::Response& res) {
+void RunChat(ServerState& st, ModelRef model, const Json& chat_body, std::string id,
+             std::shared_ptr<ResponseFormat> format, const Deadline& deadline, const httplib::Request& req,
+             httplib::Response& res) {
   Result<GenerationParams> params = ParseGenerationParams(chat_body, st.opts.sampling);
   if (!params.ok()) return format->SetError(res, params.status());
-  Result<ChatSetup> setup = PrepareChat(st, chat_body);
+  Result<ChatSetup> setup = PrepareChat(st, *model, chat_body);
   if (!setup.ok()) return format->SetError(res, setup.status());
   TextRun run;
   run.id = std::move(id);
@@ -121,7 +122,7 @@ void RunChat(ServerState& st, const Json& chat_body, std::string id, std::shared
   run.constraint = std::move(setup->constraint);
   run.trigger_at_start = setup->trigger_at_start;
   run.format = std::move(format);
-  RunTextGeneration(st, std::move(run), req, res);
+  RunTextGeneration(st, std::move(model), std::move(run), req, res);
 }
 
 // Reads the body; a failure is answered in Anthropic's error shape.
@@ -143,7 +144,12 @@ void HandleMessages(ServerState& st, const httplib::Request& req, httplib::Respo
   if (!body) return;
   Result<Json> chat = AnthropicToChatBody(*body);
   if (!chat.ok()) return SetAnthropicError(res, HttpStatusFor(chat.status().code()), chat.status().message());
-  RunChat(st, *chat, NewId("msg_"), std::make_shared<AnthropicFormat>(), deadline, req, res);
+  Result<ModelRef> model = ResolveModel(st, req, &*body);
+  if (!model.ok()) {
+    return SetAnthropicError(res, HttpStatusFor(model.status().code()), model.status().message());
+  }
+  RunChat(st, std::move(*model), *chat, NewId("msg_"), std::make_shared<AnthropicFormat>(), deadline, req,
+          res);
 }
 
 void HandleCountTokens(ServerState& st, const httplib::Request& req, httplib::Response& res) {
@@ -151,7 +157,11 @@ void HandleCountTokens(ServerState& st, const httplib::Request& req, httplib::Re
   if (!body) return;
   Result<Json> chat = AnthropicCountTokensBody(*body);
   if (!chat.ok()) return SetAnthropicError(res, HttpStatusFor(chat.status().code()), chat.status().message());
-  Result<ChatSetup> setup = PrepareChat(st, *chat);
+  Result<ModelRef> model = ResolveModel(st, req, &*body);
+  if (!model.ok()) {
+    return SetAnthropicError(res, HttpStatusFor(model.status().code()), model.status().message());
+  }
+  Result<ChatSetup> setup = PrepareChat(st, **model, *chat);
   if (!setup.ok()) {
     return SetAnthropicError(res, HttpStatusFor(setup.status().code()),
                              AnthropicErrorMessage(setup.status().message()));
@@ -166,9 +176,12 @@ void HandleResponses(ServerState& st, const httplib::Request& req, httplib::Resp
   if (!body) return;
   Result<Json> chat = ResponsesToChatBody(*body);
   if (!chat.ok()) return SetStatusError(res, chat.status());
+  Result<ModelRef> model = ResolveModel(st, req, &*body);
+  if (!model.ok()) return SetStatusError(res, model.status());
   const std::string id = NewId("resp_");
-  auto format = std::make_shared<ResponsesFormat>(id, st.model_id, UnixNow(), ResponsesRequestEcho(*body));
-  RunChat(st, *chat, id, std::move(format), deadline, req, res);
+  auto format =
+      std::make_shared<ResponsesFormat>(id, (*model)->model_id, UnixNow(), ResponsesRequestEcho(*body));
+  RunChat(st, std::move(*model), *chat, id, std::move(format), deadline, req, res);
 }
 
 // POST /v1/responses/input_tokens: {"object": "response.input_tokens", "input_tokens": n}.
@@ -177,7 +190,9 @@ void HandleResponsesInputTokens(ServerState& st, const httplib::Request& req, ht
   if (!body) return;
   Result<Json> chat = ResponsesToChatBody(*body);
   if (!chat.ok()) return SetStatusError(res, chat.status());
-  Result<ChatSetup> setup = PrepareChat(st, *chat);
+  Result<ModelRef> model = ResolveModel(st, req, &*body);
+  if (!model.ok()) return SetStatusError(res, model.status());
+  Result<ChatSetup> setup = PrepareChat(st, **model, *chat);
   if (!setup.ok()) return SetStatusError(res, ChatErrorToResponses(setup.status()));
   res.set_content(
       Dump(nlohmann::json{{"object", "response.input_tokens"}, {"input_tokens", setup->prompt.size()}}),

@@ -94,9 +94,9 @@ void ReplaceAll(std::string* s, const std::string& from, const std::string& to) 
 // add_eos), SEP (if add_sep), the document, EOS or else SEP (if add_eos), each text tokenized plainly.
 class PairBuilder {
  public:
-  PairBuilder(const ServerState& st, std::string query)
-      : tok_(st.engine->tokenizer()), query_(std::move(query)) {
-    Result<std::string> t = st.engine->model().file().GetString("tokenizer.chat_template.rerank");
+  PairBuilder(const ModelContext& m, std::string query)
+      : tok_(m.engine->tokenizer()), query_(std::move(query)) {
+    Result<std::string> t = m.engine->model().file().GetString("tokenizer.chat_template.rerank");
     if (t.ok()) tmpl_ = std::move(*t);
   }
 
@@ -173,8 +173,8 @@ class PairBuilder {
 
 // TEI's score: the raw head output with raw_scores, else a probability (sigmoid of one label, softmax of
 // several, the first label's). LM rerankers (Qwen3) already give the probability of "yes".
-float TeiScore(const ServerState& st, const std::vector<float>& v, bool raw) {
-  if (raw || st.engine->model().hparams().causal) return v[0];
+float TeiScore(const ModelContext& m, const std::vector<float>& v, bool raw) {
+  if (raw || m.engine->model().hparams().causal) return v[0];
   if (v.size() == 1) return 1.0f / (1.0f + std::exp(-v[0]));
   const float max = *std::max_element(v.begin(), v.end());
   double den = 0;
@@ -183,18 +183,23 @@ float TeiScore(const ServerState& st, const std::vector<float>& v, bool raw) {
 }
 
 void Rerank(ServerState& st, const httplib::Request& req, httplib::Response& res, bool* tei) {
-  if (st.opts.engine.pooling != PoolingType::kRank) {
-    // llama-server's words.
-    return SetError(res, 501, "This server does not support reranking. Start it with `--reranking`");
-  }
-  if (st.engine->n_cls_out() <= 0) {
-    return SetError(res, 501, "the model has no classifier head (cls.output), so it cannot rerank");
-  }
   std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
   if (!body) return;
   *tei = body->contains("texts");
   Result<RerankRequest> parsed = ParseRerank(*body, st);
   if (!parsed.ok()) return SetStatusError(res, parsed.status());
+  Result<ModelRef> model = ResolveModel(st, req, &*body);
+  if (!model.ok()) return SetStatusError(res, model.status());
+  const ModelContext& m = **model;
+  // These refusals keep llama-server's shape (and words) whatever shape the body has.
+  if (m.engine->config().pooling != PoolingType::kRank) {
+    *tei = false;
+    return SetError(res, 501, "This server does not support reranking. Start it with `--reranking`");
+  }
+  if (m.engine->n_cls_out() <= 0) {
+    *tei = false;
+    return SetError(res, 501, "the model has no classifier head (cls.output), so it cannot rerank");
+  }
   RerankRequest& r = *parsed;
   if (r.documents.empty()) {
     if (r.tei) return SetTeiError(res, 400, "`texts` cannot be empty", "Empty");
@@ -202,9 +207,9 @@ void Rerank(ServerState& st, const httplib::Request& req, httplib::Response& res
   }
   if (!CheckInputCount(st, r.documents.size(), r.field, res)) return;
 
-  PairBuilder pairs(st, r.query);
+  PairBuilder pairs(m, r.query);
   if (Status s = pairs.Init(); !s.ok()) return SetError(res, 400, "query: tokenizing failed: " + s.message());
-  const size_t limit = static_cast<size_t>(MaxInputTokens(st));
+  const size_t limit = static_cast<size_t>(MaxInputTokens(m));
   std::vector<std::vector<TokenId>> prompts;
   size_t n_truncated = 0;
   int64_t n_tokens = 0;
@@ -215,7 +220,7 @@ void Rerank(ServerState& st, const httplib::Request& req, httplib::Response& res
     if (!ids.ok())
       return SetError(res, 400, name + ": tokenizing failed: " + ids.status().message(), r.field);
     if (ids->size() > limit) {
-      return SetInputTooLong(st, res, name, static_cast<int64_t>(ids->size()),
+      return SetInputTooLong(m, res, name, static_cast<int64_t>(ids->size()),
                              r.truncate.truncate ? "the query alone (with the pair's special tokens)"
                                                  : "the query and document pair");
     }
@@ -225,7 +230,7 @@ void Rerank(ServerState& st, const httplib::Request& req, httplib::Response& res
   }
   if (!CheckTokenCount(st, n_tokens, r.field, res)) return;
   std::vector<EmbedResult> results;
-  if (!RunEmbeddings(st, req, res, std::move(prompts), /*unpooled=*/false, r.field, &results)) return;
+  if (!RunEmbeddings(st, m, req, res, std::move(prompts), /*unpooled=*/false, r.field, &results)) return;
 
   struct Ranked {
     size_t index;
@@ -235,14 +240,14 @@ void Rerank(ServerState& st, const httplib::Request& req, httplib::Response& res
   int64_t n_evaluated = 0;
   for (size_t i = 0; i < results.size(); ++i) {
     const std::vector<float>& v = results[i].values;
-    ranked.push_back({i, r.tei ? TeiScore(st, v, r.raw_scores) : v[0]});
+    ranked.push_back({i, r.tei ? TeiScore(m, v, r.raw_scores) : v[0]});
     n_evaluated += results[i].n_prompt;
   }
   auto key = [](float s) { return std::isnan(s) ? -std::numeric_limits<float>::infinity() : s; };
   std::stable_sort(ranked.begin(), ranked.end(),
                    [&](const Ranked& a, const Ranked& b) { return key(a.score) > key(b.score); });
   if (ranked.size() > r.top_n) ranked.resize(r.top_n);
-  ReportTruncation(st, res, "rerank", n_truncated, r.documents.size());
+  ReportTruncation(m, res, "rerank", n_truncated, r.documents.size());
 
   nlohmann::json list = nlohmann::json::array();
   for (const Ranked& x : ranked) {
@@ -255,7 +260,7 @@ void Rerank(ServerState& st, const httplib::Request& req, httplib::Response& res
   nlohmann::json usage = {{"prompt_tokens", n_evaluated}, {"total_tokens", n_evaluated}};
   if (r.truncate.truncate) usage["truncated"] = n_truncated;
   const nlohmann::json out = {
-      {"model", st.model_id}, {"object", "list"}, {"usage", std::move(usage)}, {"results", std::move(list)}};
+      {"model", m.model_id}, {"object", "list"}, {"usage", std::move(usage)}, {"results", std::move(list)}};
   res.set_content(Dump(out), "application/json; charset=utf-8");
 }
 

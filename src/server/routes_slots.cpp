@@ -15,9 +15,9 @@ void SendJson(httplib::Response& res, const nlohmann::json& j) {
 // The array llama-server returns, plus a `memory` object per slot: the slot's own KV figures (reserved
 // address space, committed bytes from the cache's tracking, cells in use) and process-wide ones (the same in
 // every entry, so that the reply stays an array as llama-server clients expect).
-void ListSlots(ServerState& st, httplib::Response& res) {
-  const EngineStats stats = st.engine->Stats();
-  const MemoryReport mem = st.engine->Memory();
+void ListSlots(const Engine& engine, httplib::Response& res) {
+  const EngineStats stats = engine.Stats();
+  const MemoryReport mem = engine.Memory();
   const uint64_t slot_reserved = stats.slots.empty() ? 0 : stats.kv_reserved_bytes / stats.slots.size();
   nlohmann::json slots = nlohmann::json::array();
   for (const SlotInfo& s : stats.slots) {
@@ -42,7 +42,11 @@ void ListSlots(ServerState& st, httplib::Response& res) {
   SendJson(res, slots);
 }
 
+// Router mode: the model is `?model=` (the body holds only the file name, as llama-server's).
 void SlotAction(ServerState& st, const httplib::Request& req, httplib::Response& res) {
+  Result<ModelRef> model = ResolveModel(st, req, nullptr);
+  if (!model.ok()) return SetStatusError(res, model.status());
+  Engine& engine = model->engine();
   int id = -1;
   try {
     id = std::stoi(req.matches[1].str());
@@ -52,7 +56,7 @@ void SlotAction(ServerState& st, const httplib::Request& req, httplib::Response&
   const std::string action = req.get_param_value("action");
   Result<SlotFileResult> r = InvalidArgument("action: must be save, restore or erase, got '" + action + "'");
   if (action == "erase") {
-    r = st.engine->EraseSlot(id);
+    r = engine.EraseSlot(id);
     if (!r.ok()) return SetStatusError(res, r.status());
     return SendJson(res, {{"id_slot", r->id}, {"n_erased", r->n_tokens}});
   }
@@ -65,7 +69,7 @@ void SlotAction(ServerState& st, const httplib::Request& req, httplib::Response&
   Result<std::string> filename = GetString(*body, "filename", "");
   if (!filename.ok()) return SetStatusError(res, filename.status());
   if (filename->empty()) return SetError(res, 400, "filename: is required", "filename");
-  r = action == "save" ? st.engine->SaveSlot(id, *filename) : st.engine->RestoreSlot(id, *filename);
+  r = action == "save" ? engine.SaveSlot(id, *filename) : engine.RestoreSlot(id, *filename);
   if (!r.ok()) return SetStatusError(res, r.status());
   if (action == "save") {
     return SendJson(res, {{"id_slot", r->id},
@@ -86,12 +90,15 @@ void SlotAction(ServerState& st, const httplib::Request& req, httplib::Response&
 void RegisterSlotRoutes(ServerState& st) {
   st.http.Get("/slots", [&st](const httplib::Request& req, httplib::Response& res) {
     try {
+      // Router mode: the slots of ?model= (loaded for it unless ?autoload=false, as llama-server's router).
+      Result<ModelRef> model = ResolveModel(st, req, nullptr);
+      if (!model.ok()) return SetStatusError(res, model.status());
       // llama-server's readiness form: 503 when no slot is free.
       if (req.get_param_value("fail_on_no_slot") == "1") {
-        const std::string busy = WhyNotReady(st);
+        const std::string busy = WhyNotReady(model->engine());
         if (!busy.empty()) return SetError(res, 503, "no slot available: " + busy);
       }
-      ListSlots(st, res);
+      ListSlots(model->engine(), res);
     } catch (const std::exception& e) {
       SetError(res, 500, std::string("internal error: ") + e.what());
     }

@@ -12,16 +12,9 @@ namespace lazyslot::server {
 namespace {
 
 // The fields /embed and /embed_all share, read into PreparedInputs; false: `res` holds the error.
+// The model is resolved into `model`.
 bool ReadTeiInputs(ServerState& st, const httplib::Request& req, httplib::Response& res, bool pooled,
-                   Json* body_out, PreparedInputs* prepared) {
-  if (!CheckEmbeddingsServed(st, res)) return false;
-  if (pooled && st.opts.pooling_none) {
-    SetError(
-        res, 400,
-        "--pooling none gives one vector per token, which /embed cannot return; use /embed_all, or start "
-        "the server with --pooling mean, cls or last");
-    return false;
-  }
+                   Json* body_out, ModelRef* model, PreparedInputs* prepared) {
   std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
   if (!body) return false;
   static const std::vector<std::string> kEmbed = {
@@ -30,6 +23,21 @@ bool ReadTeiInputs(ServerState& st, const httplib::Request& req, httplib::Respon
                                                      "prompt_name", "model"};
   if (Status s = CheckFieldNames(*body, pooled ? kEmbed : kEmbedAll); !s.ok()) {
     SetStatusError(res, s);
+    return false;
+  }
+  Result<ModelRef> resolved = ResolveModel(st, req, &*body);
+  if (!resolved.ok()) {
+    SetStatusError(res, resolved.status());
+    return false;
+  }
+  *model = std::move(*resolved);
+  const ModelContext& m = **model;
+  if (!CheckEmbeddingsServed(m, res)) return false;
+  if (pooled && m.pooling_none) {
+    SetError(
+        res, 400,
+        "--pooling none gives one vector per token, which /embed cannot return; use /embed_all, or start "
+        "the server with --pooling mean, cls or last");
     return false;
   }
   if (Present(*body, "prompt_name")) {
@@ -59,7 +67,7 @@ bool ReadTeiInputs(ServerState& st, const httplib::Request& req, httplib::Respon
     SetStatusError(res, truncate.status());
     return false;
   }
-  if (!PrepareInputs(st, std::move(*parsed), "inputs", *truncate, res, prepared)) return false;
+  if (!PrepareInputs(st, m, std::move(*parsed), "inputs", *truncate, res, prepared)) return false;
   *body_out = std::move(*body);
   return true;
 }
@@ -71,15 +79,17 @@ void SetTeiJson(httplib::Response& res, const nlohmann::json& out, int64_t n_tok
 
 void HandleEmbed(ServerState& st, const httplib::Request& req, httplib::Response& res) {
   Json body;
+  ModelRef model;
   PreparedInputs prepared;
-  if (!ReadTeiInputs(st, req, res, /*pooled=*/true, &body, &prepared)) return;
+  if (!ReadTeiInputs(st, req, res, /*pooled=*/true, &body, &model, &prepared)) return;
+  const ModelContext& m = *model;
   Result<bool> normalize = GetBool(body, "normalize", true);
   if (!normalize.ok()) return SetStatusError(res, normalize.status());
-  Result<int64_t> dimensions = ParseDimensions(body, st);
+  Result<int64_t> dimensions = ParseDimensions(body, m);
   if (!dimensions.ok()) return SetError(res, 400, dimensions.status().message(), "dimensions");
   const size_t n_inputs = prepared.prompts.size();
   std::vector<EmbedResult> results;
-  if (!RunEmbeddings(st, req, res, std::move(prepared.prompts), /*unpooled=*/false, "inputs", &results))
+  if (!RunEmbeddings(st, m, req, res, std::move(prepared.prompts), /*unpooled=*/false, "inputs", &results))
     return;
   nlohmann::json out = nlohmann::json::array();
   for (EmbedResult& r : results) {
@@ -90,19 +100,21 @@ void HandleEmbed(ServerState& st, const httplib::Request& req, httplib::Response
     if (*normalize) NormalizeEmbedding(&r.values, 2);
     out.push_back(std::move(r.values));
   }
-  ReportTruncation(st, res, "/embed", prepared.n_truncated, n_inputs);
+  ReportTruncation(m, res, "/embed", prepared.n_truncated, n_inputs);
   SetTeiJson(res, out, prepared.n_tokens);
 }
 
 void HandleEmbedAll(ServerState& st, const httplib::Request& req, httplib::Response& res) {
   Json body;
+  ModelRef model;
   PreparedInputs prepared;
-  if (!ReadTeiInputs(st, req, res, /*pooled=*/false, &body, &prepared)) return;
+  if (!ReadTeiInputs(st, req, res, /*pooled=*/false, &body, &model, &prepared)) return;
+  const ModelContext& m = *model;
   const size_t n_inputs = prepared.prompts.size();
   std::vector<EmbedResult> results;
-  if (!RunEmbeddings(st, req, res, std::move(prepared.prompts), /*unpooled=*/true, "inputs", &results))
+  if (!RunEmbeddings(st, m, req, res, std::move(prepared.prompts), /*unpooled=*/true, "inputs", &results))
     return;
-  const size_t n_embd = static_cast<size_t>(st.engine->model().hparams().n_embd);
+  const size_t n_embd = static_cast<size_t>(m.engine->model().hparams().n_embd);
   nlohmann::json out = nlohmann::json::array();
   for (const EmbedResult& r : results) {
     nlohmann::json rows = nlohmann::json::array();
@@ -112,7 +124,7 @@ void HandleEmbedAll(ServerState& st, const httplib::Request& req, httplib::Respo
     }
     out.push_back(std::move(rows));
   }
-  ReportTruncation(st, res, "/embed_all", prepared.n_truncated, n_inputs);
+  ReportTruncation(m, res, "/embed_all", prepared.n_truncated, n_inputs);
   SetTeiJson(res, out, prepared.n_tokens);
 }
 
