@@ -63,6 +63,9 @@ struct EngineConfig {
   // the engine's memory is freed.
   std::shared_ptr<MemoryBudget> memory_budget;
   std::shared_ptr<BudgetAccount> memory_account;
+  // > 0: a request that has waited this long for room in memory_budget fails with kUnavailable and the
+  // figures (room may never come when the memory is held by models whose own requests wait too).
+  double memory_wait_s = 0;
   bool warmup = true;  // one throw-away token at start (pages the weights in, as llama-server's warm-up)
 };
 

@@ -106,6 +106,7 @@ struct Engine::Impl {
   uint64_t kv_charged = 0;
   std::atomic<bool> budget_wake{false};  // set by the waker; the scheduler re-runs admission
   bool budget_blocked = false;           // guarded by mu: admission waits for the shared budget
+  Clock::time_point budget_blocked_since;  // when it started waiting (EngineConfig::memory_wait_s)
 
   mutable std::mutex mu;  // guards queue, slot_tasks, stop, stats, budget_blocked
   std::condition_variable cv;

@@ -98,6 +98,21 @@ void Engine::Impl::AdmitQueued() {
       ++it;
     }
   }
+  if (budget_blocked && !queue.empty() && engine->config_.memory_wait_s > 0 &&
+      std::chrono::duration<double>(Clock::now() - budget_blocked_since).count() >
+          engine->config_.memory_wait_s) {
+    // The request at the head has waited too long for the shared budget: fail it with the figures.
+    Event ev;
+    ev.type = Event::kError;
+    ev.error = Unavailable("waited " + std::to_string(static_cast<int>(engine->config_.memory_wait_s)) +
+                           " s for room in the memory budget (" + account->budget().Describe() +
+                           "); the memory is held by requests of other models; retry later");
+    queue.front().stream->Push(ev);
+    queue.erase(queue.begin());
+    ++stats.requests_rejected;
+    budget_blocked = false;
+    account->StopWaiting();
+  }
   if (queue.empty() && budget_blocked) {  // whatever waited for the shared budget is gone
     budget_blocked = false;
     account->StopWaiting();

@@ -133,6 +133,7 @@ bool Engine::Impl::ChargeAdmission(int except, uint64_t reserve) {
       if (!budget_blocked) {
         LS_LOG_INFO("memory budget: %s waits for %.1f MiB (%s)", account->name().c_str(), MiB(add.total()),
                     account->budget().Describe().c_str());
+        budget_blocked_since = Clock::now();
       }
       budget_blocked = true;
       account->Wait(add.total());

@@ -43,6 +43,7 @@ EngineConfig ConfigFor(const State& st, const CatalogEntry& e) {
   c.compute = st.compute;
   e.overrides.ApplyTo(&c);
   st.config.command_line.ApplyTo(&c);  // explicit flags win over the preset, as llama-server
+  c.memory_wait_s = st.config.budget_wait_s;
   return c;
 }
 
@@ -219,6 +220,7 @@ ModelLease& ModelLease::operator=(ModelLease&& other) noexcept {
     state_ = std::move(other.state_);
     slot_ = std::move(other.slot_);
     inst_ = std::move(other.inst_);
+    use_ = other.use_;
   }
   return *this;
 }
@@ -235,7 +237,7 @@ void ModelLease::Release() {
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     --inst->leases;
-    Touch(*state_, *slot_);
+    if (use_) Touch(*state_, *slot_);
     state_->cv.notify_all();
   }
   inst.reset();  // the last lease of an engine the router let go of destroys it here, unlocked
@@ -457,6 +459,26 @@ Result<ModelLease> Router::Acquire(const std::string& id_or_alias, std::optional
   l.state_ = state_;
   l.slot_ = std::move(held.slot);
   l.inst_ = std::move(held.inst);
+  return l;
+}
+
+Result<ModelLease> Router::Peek(const std::string& id_or_alias) {
+  State& st = *state_;
+  std::lock_guard<std::mutex> lock(st.mu);
+  Status not_found;
+  std::shared_ptr<Slot> slot = FindLocked(st, id_or_alias, &not_found);
+  if (!slot) return not_found;
+  if (!slot->stale.ok()) return slot->stale;
+  if (!slot->inst || slot->unloading) {
+    const char* status = slot->loading ? "loading" : slot->sleeping ? "sleeping" : "unloaded";
+    return Unavailable("model '" + slot->entry->id + "' is not loaded (" + status + ")");
+  }
+  ++slot->inst->leases;
+  ModelLease l;
+  l.state_ = state_;
+  l.slot_ = slot;
+  l.inst_ = slot->inst;
+  l.use_ = false;
   return l;
 }
 

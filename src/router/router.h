@@ -42,6 +42,9 @@ struct RouterConfig {
   // made by releasing idle memory, least recently used first (idle slots' KV, idle models' weights, then
   // unloading idle models), waiting up to max_wait_s.
   uint64_t memory_budget = 0;
+  // A request waits this long for room in the budget, then fails with 503 and the figures (a bound on the
+  // rare wait for memory held by models whose own requests wait too: decision 0007). 0 = no limit.
+  double budget_wait_s = 120;
   // --sleep-idle-seconds: a model without requests for this long has its engine destroyed (all its memory
   // back) and is listed as sleeping; the next Acquire loads it again, autoload or not. 0 = off.
   double sleep_idle_s = 0;
@@ -125,6 +128,7 @@ class ModelLease {
   std::shared_ptr<router_internal::State> state_;
   std::shared_ptr<router_internal::Slot> slot_;
   std::shared_ptr<router_internal::Instance> inst_;
+  bool use_ = true;  // releasing marks the model used (false for Router::Peek's leases)
 };
 
 class Router {
@@ -149,6 +153,11 @@ class Router {
   //   kUnavailable       models_max reached and every loaded model is in use (with the figures)
   //   the loader's code  the load failed (its message; the next Acquire tries again)
   Result<ModelLease> Acquire(const std::string& id_or_alias, std::optional<bool> autoload = std::nullopt);
+
+  // A lease on a model only if it is loaded now (not loading, not sleeping): never loads, waits or counts
+  // as a use (LRU order and the idle sleep are unchanged), for probes and scrapes (/health, /metrics).
+  // kNotFound for an unknown id, kUnavailable (naming the status) when it is not loaded.
+  Result<ModelLease> Peek(const std::string& id_or_alias);
 
   // Loads a model now (any autoload setting), evicting as Acquire does. A model that is loading is waited
   // for. kInvalidArgument if it is already loaded (llama-server: "model is already running").

@@ -76,6 +76,18 @@ Result<ModelRef> ResolveModel(ServerState& st, const std::string& name, std::opt
   return ref;
 }
 
+Result<ModelRef> PeekModel(ServerState& st, const std::string& name) {
+  ModelRef ref;
+  if (!st.router) {
+    ref.ctx = st.model;
+    return ref;
+  }
+  LS_ASSIGN_OR_RETURN(ref.lease, st.router->Peek(name));
+  ref.ctx = std::static_pointer_cast<ModelContext>(ref.lease.attachment());
+  if (!ref.ctx) return Internal("model '" + name + "': loaded without its server context");
+  return ref;
+}
+
 Result<ModelRef> ResolveModel(ServerState& st, const httplib::Request& req, const Json* body) {
   std::string name;
   if (body != nullptr) {

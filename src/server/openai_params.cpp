@@ -346,7 +346,7 @@ std::vector<std::string> KnownFields(RequestKind kind) {
       f = {"tokens", "model"};
       break;
     case RequestKind::kSlotFile:
-      f = {"filename"};
+      f = {"filename", "model"};
       break;
   }
   return f;

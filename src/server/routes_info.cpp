@@ -97,6 +97,22 @@ void Detokenize(ServerState& st, const httplib::Request& req, httplib::Response&
 
 // GET /props (router mode: of ?model=, loaded for it as llama-server's router does unless ?autoload=false).
 void Props(ServerState& st, const httplib::Request& req, httplib::Response& res) {
+  if (st.router && req.get_param_value("model").empty()) {
+    // The router itself, as llama-server's router answers (clients probe /props at start).
+    const RouterConfig& rc = st.router->config();
+    const BudgetInfo budget = st.router->budget();
+    return SendJson(res,
+                    {{"role", "router"},
+                     {"max_instances", rc.models_max},
+                     {"models_autoload", rc.autoload},
+                     {"model_alias", "lazyslot"},
+                     {"model_path", "none"},
+                     {"default_generation_settings", {{"params", nlohmann::json::object()}, {"n_ctx", 0}}},
+                     {"memory_budget", budget.limit},
+                     {"sleep_idle_seconds", rc.sleep_idle_s},
+                     {"is_draining", st.draining.load()},
+                     {"build_info", "lazyslot"}});
+  }
   Result<ModelRef> model = ResolveModel(st, req, nullptr);
   if (!model.ok()) return SetStatusError(res, model.status());
   const ModelContext& m = **model;
@@ -176,8 +192,11 @@ void RegisterInfoRoutes(ServerState& st) {
     }
     // Router mode: readiness of ?model= if named (without loading it), else the router's own.
     if (req.get_param_value("ready") == "1" && (!s.router || req.has_param("model"))) {
-      Result<ModelRef> model = ResolveModel(s, req.get_param_value("model"), /*autoload=*/false);
-      if (!model.ok()) return SetStatusError(res, model.status());
+      Result<ModelRef> model = PeekModel(s, req.get_param_value("model"));
+      if (!model.ok()) {
+        res.set_header("Retry-After", "1");
+        return SetStatusError(res, model.status());
+      }
       const std::string busy = WhyNotReady(model->engine());
       if (!busy.empty()) {
         res.status = 503;
@@ -194,7 +213,7 @@ void RegisterInfoRoutes(ServerState& st) {
                 // Router mode: ?model= adds that model's engine series; it is not loaded for a scrape.
                 std::optional<ModelRef> model;
                 if (!s.router || req.has_param("model")) {
-                  Result<ModelRef> r = ResolveModel(s, req.get_param_value("model"), /*autoload=*/false);
+                  Result<ModelRef> r = PeekModel(s, req.get_param_value("model"));
                   if (!r.ok()) return SetStatusError(res, r.status());
                   model = std::move(*r);
                 }

@@ -42,11 +42,8 @@ void ListSlots(const Engine& engine, httplib::Response& res) {
   SendJson(res, slots);
 }
 
-// Router mode: the model is `?model=` (the body holds only the file name, as llama-server's).
+// Router mode: the model is the body's `model` (llama-server's router reads POST bodies) or `?model=`.
 void SlotAction(ServerState& st, const httplib::Request& req, httplib::Response& res) {
-  Result<ModelRef> model = ResolveModel(st, req, nullptr);
-  if (!model.ok()) return SetStatusError(res, model.status());
-  Engine& engine = model->engine();
   int id = -1;
   try {
     id = std::stoi(req.matches[1].str());
@@ -54,17 +51,28 @@ void SlotAction(ServerState& st, const httplib::Request& req, httplib::Response&
     return SetError(res, 400, "slot id: '" + req.matches[1].str() + "' is not a slot number");
   }
   const std::string action = req.get_param_value("action");
-  Result<SlotFileResult> r = InvalidArgument("action: must be save, restore or erase, got '" + action + "'");
+  if (action != "save" && action != "restore" && action != "erase") {
+    return SetError(res, 400, "action: must be save, restore or erase, got '" + action + "'");
+  }
+  // An erase may come without a body.
+  std::optional<Json> body;
+  if (action != "erase" || !req.body.empty()) {
+    body = ReadJsonBody(req, res, st.opts.max_body_size);
+    if (!body) return;
+    if (Status known = CheckKnownFields(*body, RequestKind::kSlotFile); !known.ok()) {
+      return SetStatusError(res, known);
+    }
+  }
+  Result<ModelRef> model = body && body->contains("model") && !req.has_param("model")
+                               ? ResolveModel(st, req, &*body)
+                               : ResolveModel(st, req, nullptr);
+  if (!model.ok()) return SetStatusError(res, model.status());
+  Engine& engine = model->engine();
+  Result<SlotFileResult> r = InvalidArgument("no action");
   if (action == "erase") {
     r = engine.EraseSlot(id);
     if (!r.ok()) return SetStatusError(res, r.status());
     return SendJson(res, {{"id_slot", r->id}, {"n_erased", r->n_tokens}});
-  }
-  if (action != "save" && action != "restore") return SetStatusError(res, r.status());
-  std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
-  if (!body) return;
-  if (Status known = CheckKnownFields(*body, RequestKind::kSlotFile); !known.ok()) {
-    return SetStatusError(res, known);
   }
   Result<std::string> filename = GetString(*body, "filename", "");
   if (!filename.ok()) return SetStatusError(res, filename.status());

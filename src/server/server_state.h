@@ -91,6 +91,10 @@ using ServerState = HttpServer::State;
 // file changed (404/500), no room (503), a failed load (its code). `autoload`: the query's ?autoload=.
 Result<ModelRef> ResolveModel(ServerState& st, const std::string& name,
                               std::optional<bool> autoload = std::nullopt);
+// The model only if it is loaded now, without loading it or counting a use (Router::Peek): for /health
+// and /metrics, so that probes and scrapes neither wake nor keep awake an idle model. kUnavailable (503)
+// when it is not loaded.
+Result<ModelRef> PeekModel(ServerState& st, const std::string& name);
 // The same, reading the name from a POST body's `model` (a non-string is a 400) or, for a GET, `?model=`,
 // and ?autoload=true|false from the query.
 Result<ModelRef> ResolveModel(ServerState& st, const httplib::Request& req,

@@ -15,14 +15,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::Generate;
+using testing::MakeRouter;
 using testing::StatusOf;
 using testing::TempModelsDir;
-
-std::unique_ptr<Router> MakeRouter(RouterConfig config) {
-  Result<std::unique_ptr<Router>> r = Router::Create(std::move(config));
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? std::move(r).value() : nullptr;
-}
 
 bool Contains(const Status& s, const std::string& text) {
   return s.message().find(text) != std::string::npos;

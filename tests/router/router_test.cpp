@@ -19,14 +19,9 @@ namespace {
 using namespace std::chrono_literals;
 using testing::FindInfo;
 using testing::Generate;
+using testing::MakeRouter;
 using testing::StatusOf;
 using testing::TempModelsDir;
-
-std::unique_ptr<Router> MakeRouter(RouterConfig config) {
-  Result<std::unique_ptr<Router>> r = Router::Create(std::move(config));
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? std::move(r).value() : nullptr;
-}
 
 #define REQUIRE_ROUTER_MODELS()                      \
   REQUIRE_SHARED_FILE("models/stories260K.gguf");    \

@@ -56,6 +56,13 @@ class TempModelsDir {
   std::string path_;
 };
 
+// A router, or null with the error as a test failure.
+inline std::unique_ptr<Router> MakeRouter(RouterConfig config) {
+  Result<std::unique_ptr<Router>> r = Router::Create(std::move(config));
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : nullptr;
+}
+
 inline EngineConfig SmallBase() {
   EngineConfig c;
   c.n_ctx = 256;

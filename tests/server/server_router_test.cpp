@@ -78,6 +78,19 @@ TEST(ServerRouter, RoutesByModelAndReportsStatus) {
   EXPECT_EQ(models["data"][0]["object"], "model");
   EXPECT_EQ(models["data"][0]["source"], "models_dir");
 
+  // Probes and scrapes never load a model: 503 while it is not loaded, and it stays unloaded.
+  HttpResult probe = srv->Get("/health?ready=1&model=tale");
+  EXPECT_EQ(probe.status, 503) << probe.body;
+  EXPECT_NE(probe.body.find("'tale' is not loaded (unloaded)"), std::string::npos) << probe.body;
+  EXPECT_EQ(srv->Get("/metrics?model=tale").status, 503);
+  EXPECT_EQ(Statuses(*srv)["tale"], "unloaded");
+  EXPECT_EQ(srv->Get("/health").status, 200);
+  // /props without a model describes the router, as llama-server's router does.
+  const json router_props = srv->Get("/props").Json();
+  EXPECT_EQ(router_props["role"], "router") << router_props.dump();
+  EXPECT_EQ(router_props["max_instances"], 4);
+  EXPECT_EQ(router_props["models_autoload"], true);
+
   const json a = Complete(*srv, "tale", "Once upon a time");
   ASSERT_EQ(a["http_status"], 200) << a.dump();
   EXPECT_EQ(a["model"], "tale");
@@ -101,6 +114,11 @@ TEST(ServerRouter, RoutesByModelAndReportsStatus) {
   const json slots = srv->Get("/slots?model=qwen").Json();
   ASSERT_TRUE(slots.is_array()) << slots.dump();
   EXPECT_EQ(slots.size(), 1u);
+  EXPECT_EQ(srv->Get("/health?ready=1&model=qwen").status, 200);
+  // A slot action names its model in the body, as llama-server's router reads it.
+  HttpResult erase = srv->Post("/slots/0?action=erase", {{"model", "qwen"}});
+  ASSERT_EQ(erase.status, 200) << erase.body;
+  EXPECT_EQ(erase.Json()["id_slot"], 0);
   const std::string metrics = srv->Get("/metrics").body;
   EXPECT_NE(metrics.find("lazyslot:model_loaded{model=\"tale\"} 1"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("lazyslot:model_loaded{model=\"qwen\"} 1"), std::string::npos);
@@ -294,13 +312,17 @@ TEST(ServerRouter, MemoryBudgetHoldsWhileThreeModelsGenerate) {
   const uint64_t baseline = RssBytes(srv->pid());
   std::atomic<bool> done{false};
   uint64_t max_used = 0, max_rss = 0;
-  int samples = 0;
+  int samples = 0, max_loaded = 0;
   std::thread sampler([&] {
     while (!done.load()) {
       const json j = srv->Get("/v1/models").Json();
       if (j.contains("memory_budget")) {
         max_used = std::max(max_used, j["memory_budget"]["used_bytes"].get<uint64_t>());
         EXPECT_EQ(j["memory_budget"]["limit_bytes"], limit);
+        int loaded = 0;
+        // Weights charged: the model's pages may be resident (a released model keeps only its overhead).
+        for (const json& m : j["data"]) loaded += m["memory"]["budget_charge"]["weights"].get<uint64_t>() > 0;
+        max_loaded = std::max(max_loaded, loaded);
       }
       max_rss = std::max(max_rss, RssBytes(srv->pid()));
       ++samples;
@@ -321,7 +343,12 @@ TEST(ServerRouter, MemoryBudgetHoldsWhileThreeModelsGenerate) {
   for (const json& r : results) EXPECT_EQ(r["http_status"], 200) << r.dump();
   EXPECT_GT(samples, 10);
   EXPECT_LE(max_used, limit);
-  EXPECT_GT(max_used, one);  // more than one model was resident at a time
+  // Several models were resident at once (tiny models: their KV reservations, not their weights, fill the
+  // budget, so the third can be resident while it waits for room for its request).
+  EXPECT_GE(max_loaded, 2);
+  // The third model had to wait for room: a load or a request waited, or an idle model was released.
+  const std::string log = srv->Log();
+  EXPECT_TRUE(log.find("waits for") != std::string::npos || log.find("released") != std::string::npos) << log;
   // RSS above the idle server: what the budget covers, plus the unbudgeted heap of requests (4 MiB).
   EXPECT_LE(max_rss, baseline + limit + (uint64_t{4} << 20))
       << "baseline " << baseline << ", peak " << max_rss << ", limit " << limit;
