@@ -650,6 +650,11 @@ std::vector<ModelInfo> Snapshot(const State& st, const Slot* only) {
 
 std::vector<ModelInfo> Router::List() const { return Snapshot(*state_, nullptr); }
 
+std::string Router::KnownIds() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->catalog.KnownIds();
+}
+
 Result<ModelInfo> Router::Info(const std::string& id_or_alias) const {
   std::shared_ptr<Slot> slot;
   {

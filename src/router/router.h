@@ -173,6 +173,8 @@ class Router {
   Result<ReloadResult> Reload();
 
   std::vector<ModelInfo> List() const;  // sorted by id
+  // "a, b, c" (ModelCatalog::KnownIds), for messages; reads no engine figures, unlike List().
+  std::string KnownIds() const;
   Result<ModelInfo> Info(const std::string& id_or_alias) const;
 
   // Engine::ReleaseIdle on one model (id or alias) or, with an empty id, on every loaded model, least

@@ -58,34 +58,38 @@ Result<std::shared_ptr<ModelContext>> MakeModelContext(Engine* engine, std::stri
   return m;
 }
 
-Result<ModelRef> ResolveModel(ServerState& st, const std::string& name, std::optional<bool> autoload) {
+namespace {
+
+// A router lease with the server context its load attached (RouterConfig::attach in http_server.cpp).
+Result<ModelRef> WithContext(Result<ModelLease> lease, const std::string& name) {
+  LS_RETURN_IF_ERROR(lease.status());
   ModelRef ref;
-  if (!st.router) {
-    ref.ctx = st.model;
-    return ref;
-  }
-  if (name.empty()) {
-    std::string known;
-    for (const ModelInfo& m : st.router->List()) known += (known.empty() ? "" : ", ") + m.id;
-    return InvalidArgument("model: this server serves several models; name one of: " + known +
-                           " (GET /v1/models lists them with their status)");
-  }
-  LS_ASSIGN_OR_RETURN(ref.lease, st.router->Acquire(name, autoload));
+  ref.lease = std::move(*lease);
   ref.ctx = std::static_pointer_cast<ModelContext>(ref.lease.attachment());
   if (!ref.ctx) return Internal("model '" + name + "': loaded without its server context");
   return ref;
 }
 
-Result<ModelRef> PeekModel(ServerState& st, const std::string& name) {
+ModelRef TheOneModel(const ServerState& st) {
   ModelRef ref;
-  if (!st.router) {
-    ref.ctx = st.model;
-    return ref;
-  }
-  LS_ASSIGN_OR_RETURN(ref.lease, st.router->Peek(name));
-  ref.ctx = std::static_pointer_cast<ModelContext>(ref.lease.attachment());
-  if (!ref.ctx) return Internal("model '" + name + "': loaded without its server context");
+  ref.ctx = st.model;
   return ref;
+}
+
+}  // namespace
+
+Result<ModelRef> ResolveModel(ServerState& st, const std::string& name, std::optional<bool> autoload) {
+  if (!st.router) return TheOneModel(st);
+  if (name.empty()) {
+    return InvalidArgument("model: this server serves several models; name one of: " + st.router->KnownIds() +
+                           " (GET /v1/models lists them with their status)");
+  }
+  return WithContext(st.router->Acquire(name, autoload), name);
+}
+
+Result<ModelRef> PeekModel(ServerState& st, const std::string& name) {
+  if (!st.router) return TheOneModel(st);
+  return WithContext(st.router->Peek(name), name);
 }
 
 Result<ModelRef> ResolveModel(ServerState& st, const httplib::Request& req, const Json* body) {
