@@ -83,9 +83,11 @@ TEST(ServerOperations, SigtermDrainsInFlightRequestsAndExitsZero) {
 
 TEST(ServerOperations, DrainTimeoutCancelsWithAShutdownErrorAndASecondSignalStopsAtOnce) {
   REQUIRE_SHARED_FILE(kStories);
-  START_SERVER(srv, {"-m", SharedPath(kStories), "-c", "2048", "--drain-timeout", "0.3"});
+  // 8,000 tokens take seconds even at stories260K's 3,500 tokens/s, so the request is still running when
+  // the drain times out (2,000 could finish first on a fast, quiet machine).
+  START_SERVER(srv, {"-m", SharedPath(kStories), "-c", "8192", "--drain-timeout", "0.3"});
   auto plain = std::async(std::launch::async, [&] {
-    return srv->Post("/completion", {{"prompt", "Once"}, {"n_predict", 2000}, {"ignore_eos", true}});
+    return srv->Post("/completion", {{"prompt", "Once"}, {"n_predict", 8000}, {"ignore_eos", true}});
   });
   std::this_thread::sleep_for(300ms);
   srv->Signal(SIGTERM);
