@@ -3,10 +3,11 @@
 // through the gemv as MatMul calls it) and a 4-row tile (batched decoding). Then prompt-sized work as the
 // matmul does it, in GMAC/s: a 48-row chunk of weights against 512 activation rows, 8 at a time, through the
 // plain tile and, where the set has one, the packed kernel (packing included). Build: the `quant_bench`
-// target; run: ./quant_bench [--quick].
+// target; run: ./quant_bench [--quick] [--n ROW_LENGTH].
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -126,7 +127,13 @@ double MeasureBatch(const KernelSet& ks, TensorType type, int64_t n, int64_t row
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  bool quick = false;
+  int64_t batch_n = 1024;  // row length of the prompt-sized products (--n: 3072 is Qwen3-0.6B's ffn_down)
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") quick = true;
+    if (a == "--n" && i + 1 < argc) batch_n = std::max<int64_t>(256, std::atoll(argv[++i]) / 256 * 256);
+  }
   const double secs = quick ? 0.1 : 0.5;
   const TensorType types[] = {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ5_K,
                               TensorType::kQ6_K, TensorType::kF16,  TensorType::kBF16, TensorType::kF32};
@@ -141,10 +148,11 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  std::printf("\n%-8s %-6s %18s %18s\n", "isa", "type", "48x512 tile GMAC/s", "packed GMAC/s");
+  std::printf("\n%-8s %-6s %18s %18s  (rows of %lld values)\n", "isa", "type", "48x512 tile GMAC/s",
+              "packed GMAC/s", static_cast<long long>(batch_n));
   for (const KernelSet& ks : AvailableKernels()) {
     for (TensorType t : types) {
-      const int64_t n = 1024;
+      const int64_t n = batch_n;
       const double tile = MeasureBatch(ks, t, n, 48, 512, false, secs);
       const bool has_packed = ks.packed[FormatIndex(t)].pack != nullptr;
       const double packed = has_packed ? MeasureBatch(ks, t, n, 48, 512, true, secs) : 0;

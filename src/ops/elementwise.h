@@ -7,7 +7,8 @@
 
 namespace lazyslot {
 
-// y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]   (w may be null). Sum of squares in double, as ggml does.
+// y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]   (w may be null). Sum of squares in double (as ggml does), over
+// 8 lanes in a fixed order.
 void RmsNorm(const float* x, const float* w, float* y, int64_t n, float eps);
 
 // y[i] = (x[i] - mean) / sqrt(var + eps) * w[i] + b[i] (w, b may be null). Mean and variance in double, as
@@ -32,7 +33,8 @@ void RopeAngles(const RopeParams& p, int32_t pos, float* cos_out, float* sin_out
 // Rotates the first n_rot dims of each of n_heads heads (head_dim apart) in place.
 void RopeApply(const RopeParams& p, const float* cos_t, const float* sin_t, float* x, int n_heads, int head_dim);
 
-// gate[i] = silu(gate[i]) * up[i], silu(z) = z / (1 + e^-z)
+// gate[i] = silu(gate[i]) * up[i], silu(z) = z / (1 + e^-z), e^-z from the softmax's exp (ops/exp_simd.h,
+// ~1e-7 relative error, as ggml uses its own vector exp here).
 void SwiGlu(float* gate, const float* up, int64_t n);
 
 // x[i] = gelu(x[i]) in tanh form, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as llama.cpp's CPU
