@@ -1,8 +1,8 @@
-// AVX-512 generation kernel of Q4_K weights: one Q8_K activation row against many weight rows, four weight
-// rows per pass. Generation is this product (a decode step reads every weight once), and the single-row dot
-// (kernels_avx512_k.cpp) spends about 80 instructions per block, most of them on work a block does alone:
-// decoding its 6-bit scales, reducing its sums horizontally and its scalar float tail. Here four rows share
-// that work, one 128-bit lane (or float lane) per row:
+// AVX-512 generation kernels of Q4_K and Q5_K weights: one Q8_K activation row against many weight rows, four
+// weight rows per pass. Generation is this product (a decode step reads every weight once), and the
+// single-row dot (kernels_avx512_k.cpp) spends about 80 instructions per block, most of them on work a block
+// does alone: decoding its 6-bit scales, reducing its sums horizontally and its scalar float tail. Here four
+// rows share that work, one 128-bit lane (or float lane) per row:
 //   - the four 16-byte block headers (d, dmin, 12 scale bytes) sit in one register and are decoded together;
 //   - values are multiplied by vpdpbusd into int32 sums of 4 products (at most 4 * 15 * 128 in magnitude),
 //     packed exactly to int16 and weighted by their sub-block scales with vpmaddwd/vpdpwssd;
@@ -12,7 +12,8 @@
 // Per row and block the integers (isum = sum_j sc_j * (q_j . x_j), msum = sum_j m_j * (bsums of j)) are the
 // exact ones of the other Q4_K dots, and lane r runs the very float operations of the single-row dot in the
 // same order (acc = fma(dx * d, isum, acc), then acc = fma(-(dx * dmin), msum, acc)), so every result equals
-// vec_dot's bit for bit; rows past a multiple of 4 go through that dot.
+// vec_dot's bit for bit; rows past a multiple of 4 go through that dot. Q5_K adds each value's fifth bit
+// (from qh) before the multiply, as the single-row decode does.
 // GCC 12 warns about its own AVX-512 headers (_mm512_undefined_* self-initialisation, GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -74,6 +75,12 @@ LS_TARGET_AVX512 __m512i ScaleIndex(int k, int j0) {
   return _mm512_load_si512(idx);
 }
 
+// Per-word shift counts: a in words 0-15 (bytes 0-31), b in words 16-31.
+LS_TARGET_AVX512 inline __m512i WordShifts(int a, int b) {
+  return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(a)),
+                            _mm256_set1_epi16(static_cast<short>(b)), 1);
+}
+
 struct Constants {
   __m512i scale_index[4][2];  // [row][sub-blocks 0-3 / 4-7]
   __m512i sc_words, min_words;
@@ -104,10 +111,12 @@ LS_TARGET_AVX512 Constants MakeConstants() {
   return c;
 }
 
-// acc lane r += the dot of block ib of weight row r (rows: 4 pointers to Q4_K rows) with prepared block x.
-LS_TARGET_AVX512 inline __m128 Q4KBlock4(const uint8_t* const* rows, int64_t ib, const PreparedQ8K& x,
-                                         const Constants& c, __m128 acc) {
-  const size_t off = static_cast<size_t>(ib) * sizeof(BlockQ4_K);
+// acc lane r += the dot of block ib of weight row r (rows: 4 pointers to Q4_K or, kFive, Q5_K rows) with
+// prepared block x.
+template <bool kFive>
+LS_TARGET_AVX512 inline __m128 Block4(const uint8_t* const* rows, int64_t ib, const PreparedQ8K& x,
+                                      const Constants& c, __m128 acc) {
+  const size_t off = static_cast<size_t>(ib) * (kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
   // Headers: lane k = row k's d, dmin (dword 0) and scale bytes a, b, c (dwords 1-3).
   __m512i h = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[0] + off)));
   h = _mm512_inserti32x4(h, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[1] + off)), 1);
@@ -135,19 +144,31 @@ LS_TARGET_AVX512 inline __m128 Q4KBlock4(const uint8_t* const* rows, int64_t ib,
   const __m512i x2 = _mm512_load_si512(x.q + 128), x3 = _mm512_load_si512(x.q + 192);
   __m512i t[4];
   for (int k = 0; k < 4; ++k) {
-    const uint8_t* qs = rows[k] + off + 16;
+    const uint8_t* qs = rows[k] + off + (kFive ? 48 : 16);
     for (int l = 0; l < 192; l += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(rows[k] + off) + kPrefetchBytes + l, _MM_HINT_T0);
     }
     const __m512i v0 = _mm512_loadu_si512(qs), v1 = _mm512_loadu_si512(qs + 64);
+    // Register p holds sub-blocks (j, j + 2) = (0, 2), (1, 3), (4, 6), (5, 7) in its 32-byte halves.
+    __m512i q0 = _mm512_and_si512(v0, m4), q1 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4);
+    __m512i q2 = _mm512_and_si512(v1, m4), q3 = _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4);
+    if constexpr (kFive) {  // bit j of qh[l] (value l of sub-block j) moved to bit 4, qh in both halves
+      const __m512i qh =
+          _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[k] + off + 16)));
+      const __m512i m10 = _mm512_set1_epi8(0x10);
+      q0 = _mm512_or_si512(q0, _mm512_and_si512(_mm512_sllv_epi16(qh, WordShifts(4, 2)), m10));
+      q1 = _mm512_or_si512(q1, _mm512_and_si512(_mm512_sllv_epi16(qh, WordShifts(3, 1)), m10));
+      q2 = _mm512_or_si512(q2, _mm512_and_si512(_mm512_srlv_epi16(qh, WordShifts(0, 2)), m10));
+      q3 = _mm512_or_si512(q3, _mm512_and_si512(_mm512_srlv_epi16(qh, WordShifts(1, 3)), m10));
+    }
     const __m512i z = _mm512_setzero_si512();
     // Sums of 4 products: lanes 0-1 of p0 = sub-block 0, lanes 2-3 = sub-block 2; p1: 1, 3; p2: 4, 6; p3:
     // 5, 7.
-    const __m512i p0 = _mm512_dpbusd_epi32(z, _mm512_and_si512(v0, m4), x0);
-    const __m512i p1 = _mm512_dpbusd_epi32(z, _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4), x1);
-    const __m512i p2 = _mm512_dpbusd_epi32(z, _mm512_and_si512(v1, m4), x2);
-    const __m512i p3 = _mm512_dpbusd_epi32(z, _mm512_and_si512(_mm512_srli_epi16(v1, 4), m4), x3);
-    // Per lane, words 0-3 = the first register's 4 sums, 4-7 the second's (exact: |sum| < 2^15).
+    const __m512i p0 = _mm512_dpbusd_epi32(z, q0, x0);
+    const __m512i p1 = _mm512_dpbusd_epi32(z, q1, x1);
+    const __m512i p2 = _mm512_dpbusd_epi32(z, q2, x2);
+    const __m512i p3 = _mm512_dpbusd_epi32(z, q3, x3);
+    // Per lane, words 0-3 = the first register's 4 sums, 4-7 the second's (exact: |sum| <= 4 * 31 * 128).
     const __m512i w01 = _mm512_packs_epi32(p0, p1), w23 = _mm512_packs_epi32(p2, p3);
     t[k] = _mm512_dpwssd_epi32(_mm512_madd_epi16(w01, _mm512_permutexvar_epi16(c.scale_index[k][0], scw)),
                                w23, _mm512_permutexvar_epi16(c.scale_index[k][1], scw));
@@ -169,10 +190,9 @@ LS_TARGET_AVX512 inline __m128 Q4KBlock4(const uint8_t* const* rows, int64_t ib,
   return _mm_fnmadd_ps(_mm256_extractf128_ps(dd, 1), _mm256_extractf128_ps(sums, 1), acc);
 }
 
-}  // namespace
-
-LS_TARGET_AVX512 int64_t GemvQ4K(const void* w, size_t w_stride, int64_t n_w, const void* x, int64_t n,
-                                 float* out) {
+template <bool kFive>
+LS_TARGET_AVX512 int64_t Gemv(const void* w, size_t w_stride, int64_t n_w, const void* x, int64_t n,
+                              float* out) {
   const int64_t nb = n / kQK_K;
   if (n_w < 4 || nb == 0) return 0;
   thread_local std::vector<PreparedQ8K> prepared;
@@ -185,10 +205,19 @@ LS_TARGET_AVX512 int64_t GemvQ4K(const void* w, size_t w_stride, int64_t n_w, co
     const uint8_t* rows[4] = {wb + r * w_stride, wb + (r + 1) * w_stride, wb + (r + 2) * w_stride,
                               wb + (r + 3) * w_stride};
     __m128 acc = _mm_setzero_ps();
-    for (int64_t ib = 0; ib < nb; ++ib) acc = Q4KBlock4(rows, ib, prepared[ib], c, acc);
+    for (int64_t ib = 0; ib < nb; ++ib) acc = Block4<kFive>(rows, ib, prepared[ib], c, acc);
     _mm_storeu_ps(out + r, acc);
   }
   return r;
+}
+
+}  // namespace
+
+int64_t GemvQ4K(const void* w, size_t w_stride, int64_t n_w, const void* x, int64_t n, float* out) {
+  return Gemv<false>(w, w_stride, n_w, x, n, out);
+}
+int64_t GemvQ5K(const void* w, size_t w_stride, int64_t n_w, const void* x, int64_t n, float* out) {
+  return Gemv<true>(w, w_stride, n_w, x, n, out);
 }
 
 }  // namespace lazyslot::quant::avx512

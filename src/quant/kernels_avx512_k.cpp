@@ -165,19 +165,22 @@ __attribute__((flatten)) LS_TARGET_AVX512 void TileK(const void* w, size_t w_str
   }
 }
 
-// Q4_K: one activation row (generation) takes weight rows 4 at a time (avx512_gemv.h), the rest as TileK.
-__attribute__((flatten)) LS_TARGET_AVX512 void TileQ4K(const void* w, size_t w_stride, int64_t n_w,
-                                                       const void* x, size_t x_stride, int64_t n_x, int64_t n,
-                                                       float* out, int64_t out_stride) {
+// Q4_K and Q5_K: one activation row (generation) takes weight rows 4 at a time (avx512_gemv.h), the rest as
+// TileK.
+template <template <int> class Kernel,
+          int64_t (*Gemv)(const void*, size_t, int64_t, const void*, int64_t, float*)>
+__attribute__((flatten)) LS_TARGET_AVX512 void TileRows4(const void* w, size_t w_stride, int64_t n_w,
+                                                         const void* x, size_t x_stride, int64_t n_x,
+                                                         int64_t n, float* out, int64_t out_stride) {
   if (n_x == 1) {
-    const int64_t done = avx512::GemvQ4K(w, w_stride, n_w, x, n, out);
+    const int64_t done = Gemv(w, w_stride, n_w, x, n, out);
     const BlockQ8_K* xs[1] = {static_cast<const BlockQ8_K*>(x)};
     for (int64_t r = done; r < n_w; ++r) {
-      Q4KKernel<1>::Run(static_cast<const uint8_t*>(w) + r * w_stride, xs, n / kQK_K, out + r);
+      Kernel<1>::Run(static_cast<const uint8_t*>(w) + r * w_stride, xs, n / kQK_K, out + r);
     }
     return;
   }
-  TileK<Q4KKernel>(w, w_stride, n_w, x, x_stride, n_x, n, out, out_stride);
+  TileK<Kernel>(w, w_stride, n_w, x, x_stride, n_x, n, out, out_stride);
 }
 
 }  // namespace
@@ -186,8 +189,8 @@ void FillAvx512KQuantKernels(KernelSet* set) {
   set->vec_dot[kQ4_K] = DotK<Q4KKernel>;
   set->vec_dot[kQ5_K] = DotK<Q5KKernel>;
   set->vec_dot[kQ6_K] = DotK<Q6KKernel>;
-  set->vec_dot_tile[kQ4_K] = TileQ4K;
-  set->vec_dot_tile[kQ5_K] = TileK<Q5KKernel>;
+  set->vec_dot_tile[kQ4_K] = TileRows4<Q4KKernel, avx512::GemvQ4K>;
+  set->vec_dot_tile[kQ5_K] = TileRows4<Q5KKernel, avx512::GemvQ5K>;
   set->vec_dot_tile[kQ6_K] = TileK<Q6KKernel>;
 }
 
