@@ -1,8 +1,8 @@
-// AVX-512 generation kernels of Q4_K and Q5_K weights: one Q8_K activation row against many weight rows, four
-// weight rows per pass. Generation is this product (a decode step reads every weight once), and the
-// single-row dot (kernels_avx512_k.cpp) spends about 80 instructions per block, most of them on work a block
-// does alone: decoding its 6-bit scales, reducing its sums horizontally and its scalar float tail. Here four
-// rows share that work, one 128-bit lane (or float lane) per row:
+// AVX-512 generation kernels of Q4_K, Q5_K and Q6_K weights: one Q8_K activation row against many weight
+// rows, four weight rows per pass. Generation is this product (a decode step reads every weight once), and
+// the single-row dot (kernels_avx512_k.cpp) spends about 80 instructions per block, most of them on work a
+// block does alone: decoding its 6-bit scales, reducing its sums horizontally and its scalar float tail. Here
+// four rows share that work, one 128-bit lane (or float lane) per row:
 //   - the four 16-byte block headers (d, dmin, 12 scale bytes) sit in one register and are decoded together;
 //   - values are multiplied by vpdpbusd into int32 sums of 4 products (at most 4 * 15 * 128 in magnitude),
 //     packed exactly to int16 and weighted by their sub-block scales with vpmaddwd/vpdpwssd;
@@ -13,7 +13,7 @@
 // exact ones of the other Q4_K dots, and lane r runs the very float operations of the single-row dot in the
 // same order (acc = fma(dx * d, isum, acc), then acc = fma(-(dx * dmin), msum, acc)), so every result equals
 // vec_dot's bit for bit; rows past a multiple of 4 go through that dot. Q5_K adds each value's fifth bit
-// (from qh) before the multiply, as the single-row decode does.
+// (from qh) before the multiply, as the single-row decode does; Q6_K (below) shares the reduce and the tail.
 // GCC 12 warns about its own AVX-512 headers (_mm512_undefined_* self-initialisation, GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "quant/avx512_gemv.h"
+#include "quant/avx512_kdecode.h"
 #include "quant/blocks.h"
 #include "quant/simd_x86.h"
 
@@ -211,7 +212,74 @@ LS_TARGET_AVX512 int64_t Gemv(const void* w, size_t w_stride, int64_t n_w, const
   return r;
 }
 
+// ---- Q6_K: the values decoded as the single-row dot does (avx512_kdecode.h: register m = values 64m ..
+// 64m + 63, 0..63), the activation read in place. vpdpbusd gives sums of 4 products (|sum| <= 4 * 63 * 128),
+// 128-bit lane L of register m = group 4m + L of 16 values; packed to int16 two registers at a time and
+// weighted by the signed group scales. Per row the exact block sum is sum_g sc_g * (q_g . x_g) - 32 *
+// sum_g sc_g * bsums_g, and acc = fma(dx * d, f32(sum), acc): DotQ6KRows' integers and float operations.
+
+// vpermw indices for the scales (words 0-15 of the register = sc_0 .. sc_15): word w of lane L weights
+// group L (w < 4) or 4 + L of the first packed pair, 8 + L or 12 + L of the second (j0 = 0 or 8).
+LS_TARGET_AVX512 __m512i Q6ScaleIndex(int j0) {
+  alignas(64) int16_t idx[32];
+  for (int w = 0; w < 32; ++w) idx[w] = static_cast<int16_t>(j0 + w / 8 + ((w % 8) >= 4 ? 4 : 0));
+  return _mm512_load_si512(idx);
+}
+
+LS_TARGET_AVX512 inline __m128 Q6Block4(const BlockQ6_K* const* rows, int64_t ib, const BlockQ8_K& x,
+                                        const __m512i* scale_index, __m128 acc) {
+  const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums));
+  __m512i t[4];
+  alignas(16) uint16_t d16[8] = {};
+  for (int k = 0; k < 4; ++k) {
+    const BlockQ6_K& b = rows[k][ib];
+    for (size_t l = 0; l < sizeof(BlockQ6_K); l += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBytes + l, _MM_HINT_T0);
+    }
+    d16[k] = b.d;
+    __m512i q[4];
+    DecodeQ6(b, q);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    const __m512i sc = _mm512_castsi256_si512(sc16);
+    const __m512i z = _mm512_setzero_si512();
+    __m512i p[4];
+    for (int m = 0; m < 4; ++m) p[m] = _mm512_dpbusd_epi32(z, q[m], _mm512_loadu_si512(x.qs + 64 * m));
+    const __m512i w01 = _mm512_packs_epi32(p[0], p[1]), w23 = _mm512_packs_epi32(p[2], p[3]);
+    const __m512i s =
+        _mm512_dpwssd_epi32(_mm512_madd_epi16(w01, _mm512_permutexvar_epi16(scale_index[0], sc)), w23,
+                            _mm512_permutexvar_epi16(scale_index[1], sc));
+    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc16, bsums), 5);  // 32 * sc_g * bsums_g
+    t[k] = _mm512_sub_epi32(s, _mm512_zextsi256_si512(off));
+  }
+  const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(t[0], t[1]), _mm512_unpackhi_epi32(t[0], t[1]));
+  const __m512i c = _mm512_add_epi32(_mm512_unpacklo_epi32(t[2], t[3]), _mm512_unpackhi_epi32(t[2], t[3]));
+  const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(a, c), _mm512_unpackhi_epi64(a, c));
+  const __m256i u2 = _mm256_add_epi32(_mm512_castsi512_si256(u), _mm512_extracti64x4_epi64(u, 1));
+  const __m128i total = _mm_add_epi32(_mm256_castsi256_si128(u2), _mm256_extracti128_si256(u2, 1));
+  const __m128 dw =
+      _mm_mul_ps(_mm_set1_ps(x.d), _mm_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d16))));
+  return _mm_fmadd_ps(dw, _mm_cvtepi32_ps(total), acc);
+}
+
 }  // namespace
+
+LS_TARGET_AVX512 int64_t GemvQ6K(const void* w, size_t w_stride, int64_t n_w, const void* x, int64_t n,
+                                 float* out) {
+  const int64_t nb = n / kQK_K;
+  if (n_w < 4 || nb == 0) return 0;
+  static const __m512i scale_index[2] = {Q6ScaleIndex(0), Q6ScaleIndex(8)};
+  const BlockQ8_K* xb = static_cast<const BlockQ8_K*>(x);
+  const uint8_t* wb = static_cast<const uint8_t*>(w);
+  int64_t r = 0;
+  for (; r + 4 <= n_w; r += 4) {
+    const BlockQ6_K* rows[4];
+    for (int k = 0; k < 4; ++k) rows[k] = reinterpret_cast<const BlockQ6_K*>(wb + (r + k) * w_stride);
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ++ib) acc = Q6Block4(rows, ib, xb[ib], scale_index, acc);
+    _mm_storeu_ps(out + r, acc);
+  }
+  return r;
+}
 
 int64_t GemvQ4K(const void* w, size_t w_stride, int64_t n_w, const void* x, int64_t n, float* out) {
   return Gemv<false>(w, w_stride, n_w, x, n, out);

@@ -165,8 +165,7 @@ __attribute__((flatten)) LS_TARGET_AVX512 void TileK(const void* w, size_t w_str
   }
 }
 
-// Q4_K and Q5_K: one activation row (generation) takes weight rows 4 at a time (avx512_gemv.h), the rest as
-// TileK.
+// K-quants: one activation row (generation) takes weight rows 4 at a time (avx512_gemv.h), the rest as TileK.
 template <template <int> class Kernel,
           int64_t (*Gemv)(const void*, size_t, int64_t, const void*, int64_t, float*)>
 __attribute__((flatten)) LS_TARGET_AVX512 void TileRows4(const void* w, size_t w_stride, int64_t n_w,
@@ -191,7 +190,7 @@ void FillAvx512KQuantKernels(KernelSet* set) {
   set->vec_dot[kQ6_K] = DotK<Q6KKernel>;
   set->vec_dot_tile[kQ4_K] = TileRows4<Q4KKernel, avx512::GemvQ4K>;
   set->vec_dot_tile[kQ5_K] = TileRows4<Q5KKernel, avx512::GemvQ5K>;
-  set->vec_dot_tile[kQ6_K] = TileK<Q6KKernel>;
+  set->vec_dot_tile[kQ6_K] = TileRows4<Q6KKernel, avx512::GemvQ6K>;
 }
 
 }  // namespace lazyslot::quant
