@@ -102,10 +102,28 @@ LS_TARGET_AVX2 void ScaleRoundF16x8(float* acc, int hd, float ms) {
 // The softmax step of one block for one head: returns the block's probabilities in p[0..nb) and updates
 // m and sum; acc[hd] is rescaled when the max grows. `simd`: the exponentials eight at a time and the
 // rescale with F16C (hd % 8 == 0; same values).
+// max(m, score[0..nb)) eight at a time: max is exact, so any order gives the scalar loop's value (up to the
+// sign of a zero maximum, which no later step can tell apart); a NaN score is skipped as std::max skips it.
+LS_TARGET_AVX2 float BlockMaxF8(const float* score, int nb, float m) {
+  int jj = 0;
+  float m_blk = m;
+  if (nb >= 8) {
+    __m256 v = _mm256_set1_ps(m);
+    for (; jj + 8 <= nb; jj += 8) v = _mm256_max_ps(_mm256_loadu_ps(score + jj), v);  // NaN lanes keep v
+    m_blk = quant::simd::Hmax(v);
+  }
+  for (; jj < nb; ++jj) m_blk = std::max(m_blk, score[jj]);
+  return m_blk;
+}
+
 void FlashSoftmaxBlock(const float* score, int nb, float* p, float& m, float& sum, float* acc, int hd,
                        bool simd) {
   float m_blk = m;
-  for (int jj = 0; jj < nb; ++jj) m_blk = std::max(m_blk, score[jj]);
+  if (simd) {
+    m_blk = BlockMaxF8(score, nb, m);
+  } else {
+    for (int jj = 0; jj < nb; ++jj) m_blk = std::max(m_blk, score[jj]);
+  }
   if (m_blk > m) {
     const float ms = ExpF(m - m_blk);  // 0 on the first block
     if (simd) {
@@ -165,6 +183,29 @@ LS_TARGET_AVX2 inline __m256 LoadF16x8(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// [l0 + l4, l1 + l5, l2 + l6, l3 + l7] of a | of b.
+LS_TARGET_AVX2 inline __m256 HalvesAdded(__m256 a, __m256 b) {
+  return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+}
+
+// lo[i] = Hsum(v_i) * scale, hi[i] = Hsum(v_{4+i}) * scale for i < 4, the eight sums at once: each is
+// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) of its vector, as Hsum adds, so the same bits.
+LS_TARGET_AVX2 inline void Hsum8Scores(__m256 v0, __m256 v1, __m256 v2, __m256 v3, __m256 v4, __m256 v5,
+                                       __m256 v6, __m256 v7, float scale, float* lo, float* hi) {
+  // [l0+l4 .. l3+l7] of two vectors per register: s01 = v0's | v1's, ...
+  const __m256 s01 = HalvesAdded(v0, v1), s23 = HalvesAdded(v2, v3), s45 = HalvesAdded(v4, v5),
+               s67 = HalvesAdded(v6, v7);
+  // (l0+l4) + (l2+l6) and (l1+l5) + (l3+l7): lanes [0, 1] of v0 | v1 and [2, 3] of v2 | v3, ...
+  const __m256 t0 = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, 0x44), _mm256_shuffle_ps(s01, s23, 0xee));
+  const __m256 t1 = _mm256_add_ps(_mm256_shuffle_ps(s45, s67, 0x44), _mm256_shuffle_ps(s45, s67, 0xee));
+  // The final add per vector: [v0 v2 v4 v6 | v1 v3 v5 v7], then into order.
+  const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(t0, t1, 0x88), _mm256_shuffle_ps(t0, t1, 0xdd));
+  const __m256 o = _mm256_mul_ps(_mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)),
+                                 _mm256_set1_ps(scale));
+  _mm_storeu_ps(lo, _mm256_castps256_ps128(o));
+  _mm_storeu_ps(hi, _mm256_extractf128_ps(o, 1));
+}
+
 // Scores of NQ heads (q: [NQ][hd] f32) against KN keys of an F16 cache (k[i]: the kv head's slice of key i).
 // Each (key, head) pair is its own chain of fused multiply-adds, KN * NQ chains in flight.
 template <int NQ, int KN>
@@ -180,8 +221,13 @@ LS_TARGET_AVX2 inline void ScoresF16(const uint8_t* const* k, const float* q, in
       for (int h = 0; h < NQ; ++h) a[i][h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * hd + e), kf, a[i][h]);
     }
   }
-  for (int i = 0; i < KN; ++i) {
-    for (int h = 0; h < NQ; ++h) sc[h * kKeyBlock + jj + i] = quant::simd::Hsum(a[i][h]) * scale;
+  if constexpr (NQ == 2 && KN == 4) {
+    Hsum8Scores(a[0][0], a[1][0], a[2][0], a[3][0], a[0][1], a[1][1], a[2][1], a[3][1], scale, sc + jj,
+                sc + kKeyBlock + jj);
+  } else {
+    for (int i = 0; i < KN; ++i) {
+      for (int h = 0; h < NQ; ++h) sc[h * kKeyBlock + jj + i] = quant::simd::Hsum(a[i][h]) * scale;
+    }
   }
 }
 
