@@ -33,6 +33,10 @@ using ops_internal::ExpF;
 using ops_internal::ExpF8;
 
 constexpr int kKeyBlock = 32;  // scores computed per block of keys before the sequential softmax update
+// A block of keys that at least this many tokens of a batch attend to has its V slices (one kv head, 32 x
+// head_dim) converted to f32 once instead of once per token and query-head pair: the V pass then spends its
+// F16C conversions on the accumulator only. (Converting K too was slower: twice the block's bytes in L1.)
+constexpr int kConvertTokens = 3;
 
 // A kv head's slice of a K or V row is a few cache lines out of a row that holds every kv head, so rows
 // are kilobytes apart and the hardware prefetcher does not follow them: the lines of the row kPrefetchKeys
@@ -183,6 +187,19 @@ LS_TARGET_AVX2 inline __m256 LoadF16x8(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// Values e .. e + 7 (e .. e + 15) of a V row slice: F16 from the cache, or (kF32) f32 from a block already
+// converted (FlashTokensF16). The conversion is exact, so both give the same values.
+template <bool kF32>
+LS_TARGET_AVX2 inline __m256 LoadRow8(const uint8_t* row, int e) {
+  if constexpr (kF32) return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + e);
+  return LoadF16x8(row + 2 * e);
+}
+template <bool kF32>
+LS_TARGET_AVX512 inline __m512 LoadRow16(const uint8_t* row, int e) {
+  if constexpr (kF32) return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + e);
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * e)));
+}
+
 // [l0 + l4, l1 + l5, l2 + l6, l3 + l7] of a | of b.
 LS_TARGET_AVX2 inline __m256 HalvesAdded(__m256 a, __m256 b) {
   return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
@@ -232,7 +249,7 @@ LS_TARGET_AVX2 inline void ScoresF16(const uint8_t* const* k, const float* q, in
 }
 
 // acc[h][d0, d0 + 8 DC) += p[h][jj] * v_jj for the block's keys in order (F16-rounded), for NQ heads.
-template <int NQ, int DC>
+template <int NQ, int DC, bool kF32>
 LS_TARGET_AVX2 inline void AccumulateF16(const uint8_t* const* v, int nb, const float* p, float* acc, int hd,
                                          int d0) {
   __m256 a[NQ][DC];
@@ -241,7 +258,7 @@ LS_TARGET_AVX2 inline void AccumulateF16(const uint8_t* const* v, int nb, const 
   }
   for (int jj = 0; jj < nb; ++jj) {
     __m256 vf[DC];
-    for (int c = 0; c < DC; ++c) vf[c] = LoadF16x8(v[jj] + 2 * (d0 + 8 * c));
+    for (int c = 0; c < DC; ++c) vf[c] = LoadRow8<kF32>(v[jj], d0 + 8 * c);
     for (int h = 0; h < NQ; ++h) {
       const __m256 ph = _mm256_broadcast_ss(p + h * kKeyBlock + jj);
       for (int c = 0; c < DC; ++c) a[h][c] = RoundF16x8(_mm256_fmadd_ps(ph, vf[c], a[h][c]));
@@ -253,7 +270,7 @@ LS_TARGET_AVX2 inline void AccumulateF16(const uint8_t* const* v, int nb, const 
 }
 
 // AccumulateF16 on 16 lanes (AVX-512 F): the same operations per value, so the same bits.
-template <int NQ, int DC>
+template <int NQ, int DC, bool kF32>
 LS_TARGET_AVX512 inline void AccumulateF16x16(const uint8_t* const* v, int nb, const float* p, float* acc,
                                               int hd, int d0) {
   __m512 a[NQ][DC];
@@ -262,10 +279,7 @@ LS_TARGET_AVX512 inline void AccumulateF16x16(const uint8_t* const* v, int nb, c
   }
   for (int jj = 0; jj < nb; ++jj) {
     __m512 vf[DC];
-    for (int c = 0; c < DC; ++c) {
-      vf[c] =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v[jj] + 2 * (d0 + 16 * c))));
-    }
+    for (int c = 0; c < DC; ++c) vf[c] = LoadRow16<kF32>(v[jj], d0 + 16 * c);
     for (int h = 0; h < NQ; ++h) {
       const __m512 ph = _mm512_set1_ps(p[h * kKeyBlock + jj]);
       for (int c = 0; c < DC; ++c) {
@@ -280,35 +294,36 @@ LS_TARGET_AVX512 inline void AccumulateF16x16(const uint8_t* const* v, int nb, c
 }
 
 // The V pass of a block over all hd values (hd % 8 == 0), in 8-lane (AVX2) or 16-lane (AVX-512) registers.
-template <int NQ>
+template <int NQ, bool kF32 = false>
 LS_TARGET_AVX2 void VPassF16x8(const uint8_t* const* v, int nb, const float* prob, float* acc, int hd) {
   constexpr int kDC = 8;  // accumulator registers per head (8: 6% faster than 4 for NQ = 2)
   int d0 = 0;
-  for (; d0 + 8 * kDC <= hd; d0 += 8 * kDC) AccumulateF16<NQ, kDC>(v, nb, prob, acc, hd, d0);
-  for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1>(v, nb, prob, acc, hd, d0);
+  for (; d0 + 8 * kDC <= hd; d0 += 8 * kDC) AccumulateF16<NQ, kDC, kF32>(v, nb, prob, acc, hd, d0);
+  for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1, kF32>(v, nb, prob, acc, hd, d0);
 }
-template <int NQ>
+template <int NQ, bool kF32 = false>
 LS_TARGET_AVX512 __attribute__((noinline)) void VPassF16x16(const uint8_t* const* v, int nb,
                                                             const float* prob, float* acc, int hd) {
   int d0 = 0;
-  for (; d0 + 128 <= hd; d0 += 128) AccumulateF16x16<NQ, 8>(v, nb, prob, acc, hd, d0);
-  for (; d0 + 16 <= hd; d0 += 16) AccumulateF16x16<NQ, 1>(v, nb, prob, acc, hd, d0);
-  for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1>(v, nb, prob, acc, hd, d0);
+  for (; d0 + 128 <= hd; d0 += 128) AccumulateF16x16<NQ, 8, kF32>(v, nb, prob, acc, hd, d0);
+  for (; d0 + 16 <= hd; d0 += 16) AccumulateF16x16<NQ, 1, kF32>(v, nb, prob, acc, hd, d0);
+  for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1, kF32>(v, nb, prob, acc, hd, d0);
 }
 
 // One block of kFlash (nb <= kKeyBlock keys: k[jj], v[jj]) for NQ heads sharing one kv head, F16 K and V,
 // hd % 8 == 0: FlashHeadScalar's arithmetic for a block, the K and V rows read once for the NQ heads.
 // q: [NQ][hd] rounded f32, acc: [NQ][hd], sc: [2 NQ][kKeyBlock], m and sum: [NQ]. `ahead` > 0: the first
 // pass over these rows, which asks for K rows kPrefetchKeys ahead while fewer than `ahead` keys follow
-// the block's first key, and for the block's V rows.
-template <int NQ, bool kWide>
+// the block's first key, and for the block's V rows. kF32: v[jj] point at f32 copies of the V slices (ahead
+// is then ignored: the copy was the first pass, and it asked for the next block's rows).
+template <int NQ, bool kWide, bool kF32 = false>
 LS_TARGET_AVX2 void FlashBlockF16(const float* q, const uint8_t* const* k, const uint8_t* const* v, int nb,
                                   size_t k_row_bytes, int32_t ahead, int hd, float scale, float* acc,
                                   float* sc, float* m, float* sum) {
   float* prob = sc + NQ * kKeyBlock;
   int jj = 0;
   for (; jj + 4 <= nb; jj += 4) {
-    if (ahead > 0) {
+    if (!kF32 && ahead > 0) {
       for (int i = 0; i < 4; ++i) {
         if (jj + i + kPrefetchKeys < ahead) Prefetch(k[jj + i] + kPrefetchKeys * k_row_bytes, hd * 2);
         Prefetch(v[jj + i], hd * 2);
@@ -317,16 +332,16 @@ LS_TARGET_AVX2 void FlashBlockF16(const float* q, const uint8_t* const* k, const
     ScoresF16<NQ, 4>(k + jj, q, hd, scale, sc, jj);
   }
   for (; jj < nb; ++jj) {
-    if (ahead > 0) Prefetch(v[jj], hd * 2);
+    if (!kF32 && ahead > 0) Prefetch(v[jj], hd * 2);
     ScoresF16<NQ, 1>(k + jj, q, hd, scale, sc, jj);
   }
   for (int h = 0; h < NQ; ++h) {
     FlashSoftmaxBlock(sc + h * kKeyBlock, nb, prob + h * kKeyBlock, m[h], sum[h], acc + h * hd, hd, true);
   }
   if constexpr (kWide) {
-    VPassF16x16<NQ>(v, nb, prob, acc, hd);
+    VPassF16x16<NQ, kF32>(v, nb, prob, acc, hd);
   } else {
-    VPassF16x8<NQ>(v, nb, prob, acc, hd);
+    VPassF16x8<NQ, kF32>(v, nb, prob, acc, hd);
   }
 }
 
@@ -394,6 +409,8 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
   const bool wide = FlashWide();
   auto* const block_pair = wide ? FlashBlockF16<2, true> : FlashBlockF16<2, false>;
   auto* const block_one = wide ? FlashBlockF16<1, true> : FlashBlockF16<1, false>;
+  auto* const block_pair_f32 = wide ? FlashBlockF16<2, true, true> : FlashBlockF16<2, false, true>;
+  auto* const block_one_f32 = wide ? FlashBlockF16<1, true, true> : FlashBlockF16<1, false, true>;
   // Query rows: per_tok per token, in the order of q; row r belongs to token r / per_tok.
   const int per_tok = a.n_kv_heads * a.n_q;
   const size_t n_rows = static_cast<size_t>(a.n_tok) * per_tok;
@@ -402,6 +419,9 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
   if (s.acc.size() < n_rows * hd) s.acc.resize(n_rows * hd);
   if (s.state.size() < 2 * n_rows) s.state.resize(2 * n_rows);
   if (s.scores.size() < 4 * kKeyBlock) s.scores.resize(4 * kKeyBlock);
+  if (a.n_tok >= kConvertTokens && s.kv_f.size() < kKeyBlock * static_cast<size_t>(hd)) {
+    s.kv_f.resize(kKeyBlock * static_cast<size_t>(hd));
+  }
   uint16_t* qe = reinterpret_cast<uint16_t*>(s.q_enc.data());
   int32_t n_kv_max = 0;
   for (int t = 0; t < a.n_tok; ++t) {
@@ -418,14 +438,29 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
   std::fill(sum, sum + n_rows, 0.0f);
   const uint8_t* krows[kKeyBlock];
   const uint8_t* vrows[kKeyBlock];
+  const uint8_t* vf_rows[kKeyBlock];
   for (int32_t j0 = 0; j0 < n_kv_max; j0 += kKeyBlock) {
     const int nb_max = static_cast<int>(std::min<int32_t>(kKeyBlock, n_kv_max - j0));
+    int n_see = 0;  // tokens that attend to this block
+    for (int t = 0; t < a.n_tok; ++t) n_see += a.n_kv[t] > j0 ? 1 : 0;
+    const bool convert = n_see >= kConvertTokens;
     for (int i = 0; i < a.n_kv_heads; ++i) {
       const uint8_t* kbase = kv.k + static_cast<size_t>(g + i) * hd * 2;
       const uint8_t* vbase = kv.v + static_cast<size_t>(g + i) * hd * 2;
       for (int jj = 0; jj < nb_max; ++jj) {
         krows[jj] = kbase + static_cast<size_t>(j0 + jj) * kv.k_row_bytes;
         vrows[jj] = vbase + static_cast<size_t>(j0 + jj) * kv.v_row_bytes;
+      }
+      if (convert) {  // the block's V slices once to f32 for all its tokens; the next block's rows asked for
+        float* vf = s.kv_f.data();
+        for (int jj = 0; jj < nb_max; ++jj) {
+          if (j0 + kKeyBlock + jj < n_kv_max) {
+            Prefetch(krows[jj] + kKeyBlock * kv.k_row_bytes, hd * 2);
+            Prefetch(vrows[jj] + kKeyBlock * kv.v_row_bytes, hd * 2);
+          }
+          ks.dequantize[quant::kF16](vrows[jj], vf + static_cast<size_t>(jj) * hd, hd);
+          vf_rows[jj] = reinterpret_cast<const uint8_t*>(vf + static_cast<size_t>(jj) * hd);
+        }
       }
       bool first = true;  // the first token to read a block prefetches for it and the next one
       for (int t = 0; t < a.n_tok; ++t) {
@@ -438,8 +473,13 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
           const float* q = s.q_f.data() + r * hd;
           float* acc = s.acc.data() + r * hd;
           const bool pair = a.n_q - h >= 2;
-          (pair ? block_pair : block_one)(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc,
-                                          s.scores.data(), m + r, sum + r);
+          if (convert) {
+            (pair ? block_pair_f32 : block_one_f32)(q, krows, vf_rows, nb, kv.k_row_bytes, 0, hd, scale, acc,
+                                                    s.scores.data(), m + r, sum + r);
+          } else {
+            (pair ? block_pair : block_one)(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc,
+                                            s.scores.data(), m + r, sum + r);
+          }
           h += pair ? 2 : 1;
         }
       }

@@ -29,6 +29,7 @@ struct AttentionScratch {
   std::vector<float> q_f;      // kFlash: q as the dot sees it [rows][head_dim] (+ decoded K/V rows, scalar)
   std::vector<float> acc;      // kFlash: accumulators (F16 values held as f32) [rows][head_dim]
   std::vector<float> state;    // kFlash, vector path: running max and sum per row [2][rows]
+  std::vector<float> kv_f;     // kFlash, vector path: one block's V slices as f32 [32][head_dim]
 };
 
 // How attention rounds, as llama.cpp's two CPU paths do (-fa off / on). Both give softmax(q.K^T * scale) . V.
