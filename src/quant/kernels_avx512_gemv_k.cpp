@@ -112,6 +112,16 @@ LS_TARGET_AVX512 Constants MakeConstants() {
   return c;
 }
 
+// Lane r = the sum of the 16 dwords of t[r] (exact), for r < 4: a transpose by unpack/add levels gives lane L
+// = (row 0, row 1, row 2, row 3) sums of 128-bit lane L, then the four lanes are added.
+LS_TARGET_AVX512 inline __m128i RowSums4(const __m512i* t) {
+  const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(t[0], t[1]), _mm512_unpackhi_epi32(t[0], t[1]));
+  const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(t[2], t[3]), _mm512_unpackhi_epi32(t[2], t[3]));
+  const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+  const __m256i u2 = _mm256_add_epi32(_mm512_castsi512_si256(u), _mm512_extracti64x4_epi64(u, 1));
+  return _mm_add_epi32(_mm256_castsi256_si128(u2), _mm256_extracti128_si256(u2, 1));
+}
+
 // acc lane r += the dot of block ib of weight row r (rows: 4 pointers to Q4_K or, kFive, Q5_K rows) with
 // prepared block x.
 template <bool kFive>
@@ -174,12 +184,7 @@ LS_TARGET_AVX512 inline __m128 Block4(const uint8_t* const* rows, int64_t ib, co
     t[k] = _mm512_dpwssd_epi32(_mm512_madd_epi16(w01, _mm512_permutexvar_epi16(c.scale_index[k][0], scw)),
                                w23, _mm512_permutexvar_epi16(c.scale_index[k][1], scw));
   }
-  // Transpose-reduce: lane L of u = (row 0, row 1, row 2, row 3) sums of lane L, then the lanes added.
-  const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(t[0], t[1]), _mm512_unpackhi_epi32(t[0], t[1]));
-  const __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(t[2], t[3]), _mm512_unpackhi_epi32(t[2], t[3]));
-  const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
-  const __m256i u2 = _mm256_add_epi32(_mm512_castsi512_si256(u), _mm512_extracti64x4_epi64(u, 1));
-  const __m128i isum = _mm_add_epi32(_mm256_castsi256_si128(u2), _mm256_extracti128_si256(u2, 1));
+  const __m128i isum = RowSums4(t);
   const __m128i msum = _mm512_castsi512_si128(
       _mm512_permutexvar_epi32(_mm512_zextsi128_si512(_mm_setr_epi32(0, 4, 8, 12)), m));
   const __m256 sums = _mm256_cvtepi32_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(isum), msum, 1));
@@ -251,11 +256,7 @@ LS_TARGET_AVX512 inline __m128 Q6Block4(const BlockQ6_K* const* rows, int64_t ib
     const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(sc16, bsums), 5);  // 32 * sc_g * bsums_g
     t[k] = _mm512_sub_epi32(s, _mm512_zextsi256_si512(off));
   }
-  const __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(t[0], t[1]), _mm512_unpackhi_epi32(t[0], t[1]));
-  const __m512i c = _mm512_add_epi32(_mm512_unpacklo_epi32(t[2], t[3]), _mm512_unpackhi_epi32(t[2], t[3]));
-  const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(a, c), _mm512_unpackhi_epi64(a, c));
-  const __m256i u2 = _mm256_add_epi32(_mm512_castsi512_si256(u), _mm512_extracti64x4_epi64(u, 1));
-  const __m128i total = _mm_add_epi32(_mm256_castsi256_si128(u2), _mm256_extracti128_si256(u2, 1));
+  const __m128i total = RowSums4(t);
   const __m128 dw =
       _mm_mul_ps(_mm_set1_ps(x.d), _mm_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d16))));
   return _mm_fmadd_ps(dw, _mm_cvtepi32_ps(total), acc);
