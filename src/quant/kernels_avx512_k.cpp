@@ -1,10 +1,11 @@
-// AVX-512 dots of K-quant weights (Q4_K, Q5_K, Q6_K) with Q8_K activations, and their tiles: the generation
-// path. A whole super-block is decoded into 4 registers of 64 values (avx512_kdecode.h); maddubs gives the
-// int16 pair products and vpdpwssd applies the sub-block scales. The integer sums per block are the same
-// exact integers and the float operations are the same, in the same order, as the AVX2 dots: both sets give
-// the same bits, and dispatch times both and may take each family from either (on the Ice Lake VM the Q4_K
-// and Q5_K dots tie with AVX2's; the Q6_K dot is ~1.3x faster).
-// GCC 12 warns about its own AVX-512 headers (_mm512_undefined_* self-initialisation, GCC bug 105593).
+// AVX-512 dots of K-quant weights (Q4_K, Q5_K, Q6_K) with Q8_K activations, and their tiles (one activation
+// row goes 4 weight rows at a time through kernels_avx512_gemv_k.cpp, the last few here). A whole super-block
+// is decoded into 4 registers of 64 values (avx512_kdecode.h); maddubs gives the int16 pair products and
+// vpdpwssd applies the sub-block scales. The integer sums per block are the same exact integers and the float
+// operations are the same, in the same order, as the AVX2 dots: both sets give the same bits, and dispatch
+// times both and may take each family from either (on the Ice Lake VM the Q4_K and Q5_K single-row dots tie
+// with AVX2's; the Q6_K one is ~1.3x faster). GCC 12 warns about its own AVX-512 headers (_mm512_undefined_*
+// self-initialisation, GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
