@@ -98,8 +98,9 @@ LS_TARGET_AVX2 void QuantizeF16(const float* src, void* dst, int64_t n) {
 // and the result is ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)), Hsum's order. The dot
 // keeps the phases in the lanes of one register (8 blocks per step); the tile and the packed kernel keep a
 // register per phase with (weight row, activation row) pairs in the lanes, so all three agree bit for bit.
-// Signed products come from maddubs(|w|, sign(x, w)); weight blocks are unpacked to signed bytes by Unpack
-// (Q4_0: nibbles - 8).
+// Here signed products come from maddubs(|w|, sign(x, w)); weight blocks are unpacked to signed bytes by
+// Unpack (Q4_0: nibbles - 8). The packed kernels reach the same exact sums from unsigned weights (Q8_0:
+// w + 128 in two nibbles; Q4_0: the nibbles) with the offset taken off through the activations' block sums.
 
 LS_TARGET_AVX2 inline __m256i UnpackQ8_0(const BlockQ8_0& b) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));

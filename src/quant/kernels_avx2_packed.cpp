@@ -4,10 +4,12 @@
 // before ONE madd applies the 8 rows' scales: Q4_K sums all 8 steps of a 32-value sub-block (|sum| <= 8 * 2 *
 // 15 * 128 = 30,720), 9 multiply instructions per 8 rows x 32 values where the row-at-a-time tile
 // (kernels_avx2_k.cpp) needs 16; Q5_K's 5-bit values allow 4 steps (31,744), 10 multiplies; Q6_K 2 steps, 12.
+// Q8_0 stores each weight plus 128 as two nibbles, so its two int16 sums also run a whole block (below).
 // Multiplies are what bounds those tiles on AVX2. Every kernel gives the same bits as the single-row dot of
 // its format (same exact integer sums per block, same float operations in the same order), so batching never
 // changes a result.
 #include <cstring>
+#include <vector>
 
 #include "quant/blocks.h"
 #include "quant/fp16.h"
@@ -266,31 +268,27 @@ LS_TARGET_AVX2 void GroupRowsQ6(const PackedQ6Kx8* w, const BlockQ8_K* const* x,
   for (int i = 0; i < R; ++i) _mm256_storeu_ps(out + i * out_stride, acc[i]);
 }
 
-// ---- Q8_0 and Q4_0 weights (Q8_0 activations): 8 rows interleaved 4 values at a time, one 32-value block of
-// 8 rows per Packed32x8. Q4_0's nibbles are stored as bytes 0..15 and its -8 is taken off the block sum.
+// ---- Q4_0 weights (Q8_0 activations): 8 rows interleaved 4 values at a time, one 32-value block of 8 rows
+// per Packed32x8, the nibbles stored as bytes 0..15 and the -8 taken off the exact block sum.
 struct Packed32x8 {
   float d[8];        // row r's f16 block scale, as float
-  int8_t qs[8][32];  // step s: bytes 4r..4r+3 = row r's values 4s..4s+3 (Q4_0: the unsigned nibbles)
+  int8_t qs[8][32];  // step s: bytes 4r..4r+3 = row r's nibbles for values 4s..4s+3
 };
 static_assert(sizeof(Packed32x8) == 288);
 
-template <class Block>
-LS_TARGET_AVX2 void Pack32(const void* w, size_t w_stride, int64_t n, void* dst) {
+LS_TARGET_AVX2 void PackQ4_0(const void* w, size_t w_stride, int64_t n, void* dst) {
   const int64_t nb = n / kQK8_0;
   Packed32x8* out = static_cast<Packed32x8*>(dst);
-  const Block* rows[kPackRows];
+  const BlockQ4_0* rows[kPackRows];
   RowStarts(w, w_stride, rows);
   for (int64_t ib = 0; ib < nb; ++ib) {
     const uint8_t* src[kPackRows];
     alignas(32) uint8_t nibbles[kPackRows][kQK8_0];
     for (int r = 0; r < kPackRows; ++r) {
       out[ib].d[r] = F16ToF32(rows[r][ib].d);
-      if constexpr (sizeof(Block) == sizeof(BlockQ8_0)) {
-        src[r] = reinterpret_cast<const uint8_t*>(rows[r][ib].qs);
-      } else {  // Q4_0: value e < 16 in the low nibble of qs[e], e >= 16 in the high nibble of qs[e - 16]
-        _mm256_store_si256(reinterpret_cast<__m256i*>(nibbles[r]), simd::UnpackNibbles(rows[r][ib].qs));
-        src[r] = nibbles[r];
-      }
+      // value e < 16 in the low nibble of qs[e], e >= 16 in the high nibble of qs[e - 16]
+      _mm256_store_si256(reinterpret_cast<__m256i*>(nibbles[r]), simd::UnpackNibbles(rows[r][ib].qs));
+      src[r] = nibbles[r];
     }
     simd::Interleave8x32(src, out[ib].qs);
   }
@@ -307,11 +305,11 @@ LS_TARGET_AVX2 inline __m256i BlockSumAll(const int8_t* qs) {
 
 // R activation rows against one packed group, in the arithmetic of kernels_avx2.cpp's Q8_0/Q4_0 dot: exact
 // block sums, acc[b % 8] = fma(f32(d_w) * f32(d_x), f32(sum), acc[b % 8]), then the phases in Hsum's order.
-// Q8_0 products come from maddubs(|w|, sign(x, w)), one madd per step; Q4_0's unsigned nibbles let the int16
-// products of all 8 steps add up (|sum| <= 8 * 2 * 15 * 128) before one madd.
-template <int R, bool kQ4>
-LS_TARGET_AVX2 void GroupRows32(const Packed32x8* w, const BlockQ8_0* const* x, int64_t nb, float* out,
-                                int64_t out_stride) {
+// The unsigned nibbles let the int16 products of all 8 steps add up (|sum| <= 8 * 2 * 15 * 128) before one
+// madd.
+template <int R>
+LS_TARGET_AVX2 void GroupRowsQ4_0(const Packed32x8* w, const BlockQ8_0* const* x, int64_t nb, float* out,
+                                  int64_t out_stride) {
   const __m256i ones = _mm256_set1_epi16(1);
   alignas(32) float acc[R][8][8] = {};  // [activation row][phase][weight row]
   for (int64_t ib = 0; ib < nb; ++ib) {
@@ -320,29 +318,109 @@ LS_TARGET_AVX2 void GroupRows32(const Packed32x8* w, const BlockQ8_0* const* x, 
     for (int i = 0; i < R; ++i) isum[i] = _mm256_setzero_si256();
     for (int s = 0; s < 8; ++s) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs[s]));
-      if (kQ4) {
-        for (int i = 0; i < R; ++i) {
-          isum[i] = _mm256_add_epi16(isum[i], _mm256_maddubs_epi16(q, Broadcast4(x[i][ib].qs + 4 * s)));
-          simd::KeepInRegister(isum[i]);
-        }
-      } else {
-        const __m256i aq = _mm256_sign_epi8(q, q);
-        for (int i = 0; i < R; ++i) {
-          const __m256i p = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(Broadcast4(x[i][ib].qs + 4 * s), q));
-          isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(p, ones));
-          simd::KeepInRegister(isum[i]);
-        }
+      for (int i = 0; i < R; ++i) {
+        isum[i] = _mm256_add_epi16(isum[i], _mm256_maddubs_epi16(q, Broadcast4(x[i][ib].qs + 4 * s)));
+        simd::KeepInRegister(isum[i]);
       }
     }
     const __m256 d = _mm256_loadu_ps(b.d);
     for (int i = 0; i < R; ++i) {
-      if (kQ4) {  // sum (q - 8) x = sum q x - 8 sum x
-        isum[i] = _mm256_sub_epi32(_mm256_madd_epi16(isum[i], ones),
-                                   _mm256_slli_epi32(BlockSumAll(x[i][ib].qs), 3));
-      }
+      // sum (q - 8) x = sum q x - 8 sum x
+      const __m256i t =
+          _mm256_sub_epi32(_mm256_madd_epi16(isum[i], ones), _mm256_slli_epi32(BlockSumAll(x[i][ib].qs), 3));
       float* a = acc[i][ib % 8];
       const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(simd::HalfToFloat(x[i][ib].d)));
-      _mm256_store_ps(a, _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum[i]), _mm256_load_ps(a)));
+      _mm256_store_ps(a, _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), _mm256_load_ps(a)));
+    }
+  }
+  for (int i = 0; i < R; ++i) _mm256_storeu_ps(out + i * out_stride, simd::PhaseSum(acc[i]));
+}
+
+// ---- Q8_0 weights without the sign trick: u = w + 128 (0..255) is split at pack time into nibbles,
+// u = 16 h + l, so both halves are unsigned and maddubs multiplies them by the signed activation bytes as
+// they are. A pair of products is at most 2 * 15 * 128 = 3,840, so a block's 8 steps add up in int16 for
+// each half (30,720), and T_b = madd(L, 1) + madd(H, 16) - 128 * sum(x) is the block's exact sum: 2
+// multiplies and 2 adds per step and activation row where the sign trick needs a sign, 2 multiplies and an
+// add (the multiply ports are what bound this kernel). The activation rows are prepared once per product
+// with their block sums and scales (PreparedQ8).
+struct PackedQ8x8 {
+  float d[8];         // row r's f16 block scale, as float
+  uint8_t lo[8][32];  // step s: bytes 4r..4r+3 = low nibbles of row r's u for values 4s..4s+3
+  uint8_t hi[8][32];  // the same, high nibbles
+};
+static_assert(sizeof(PackedQ8x8) == 544);
+
+LS_TARGET_AVX2 void PackQ8_0(const void* w, size_t w_stride, int64_t n, void* dst) {
+  const int64_t nb = n / kQK8_0;
+  PackedQ8x8* out = static_cast<PackedQ8x8*>(dst);
+  const BlockQ8_0* rows[kPackRows];
+  RowStarts(w, w_stride, rows);
+  const __m256i m4 = _mm256_set1_epi8(15), bias = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    const uint8_t* src[kPackRows];
+    for (int r = 0; r < kPackRows; ++r) {
+      out[ib].d[r] = F16ToF32(rows[r][ib].d);
+      src[r] = reinterpret_cast<const uint8_t*>(rows[r][ib].qs);
+    }
+    alignas(32) uint8_t inter[8][32];
+    simd::Interleave8x32(src, inter);
+    for (int s = 0; s < 8; ++s) {
+      const __m256i u = _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(inter[s])), bias);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[ib].lo[s]), _mm256_and_si256(u, m4));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[ib].hi[s]),
+                          _mm256_and_si256(_mm256_srli_epi16(u, 4), m4));
+    }
+  }
+}
+
+// One prepared Q8_0 activation block: its values, f32(d_x) and 128 * (sum of its values).
+struct PreparedQ8 {
+  int8_t qs[kQK8_0];
+  float dx;
+  int32_t csum;
+};
+static_assert(sizeof(PreparedQ8) == 40);
+
+LS_TARGET_AVX2 void PrepareQ8_0(const void* x, int64_t n, void* dst) {
+  const BlockQ8_0* b = static_cast<const BlockQ8_0*>(x);
+  PreparedQ8* p = static_cast<PreparedQ8*>(dst);
+  for (int64_t ib = 0; ib < n / kQK8_0; ++ib) {
+    std::memcpy(p[ib].qs, b[ib].qs, kQK8_0);
+    p[ib].dx = simd::HalfToFloat(b[ib].d);
+    p[ib].csum = 128 * _mm256_cvtsi256_si32(BlockSumAll(b[ib].qs));
+  }
+}
+size_t PreparedBytesQ8_0(int64_t n) { return static_cast<size_t>(n / kQK8_0) * sizeof(PreparedQ8); }
+
+// R prepared activation rows against one packed Q8_0 group, in the arithmetic of kernels_avx2.cpp's dot.
+template <int R>
+LS_TARGET_AVX2 void GroupRowsQ8(const PackedQ8x8* w, const PreparedQ8* const* x, int64_t nb, float* out,
+                                int64_t out_stride) {
+  const __m256i ones = _mm256_set1_epi16(1), sixteen = _mm256_set1_epi16(16);
+  alignas(32) float acc[R][8][8] = {};  // [activation row][phase][weight row]
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    const PackedQ8x8& b = w[ib];
+    __m256i sl[R], sh[R];
+    for (int i = 0; i < R; ++i) sl[i] = sh[i] = _mm256_setzero_si256();
+    for (int s = 0; s < 8; ++s) {
+      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.lo[s]));
+      const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hi[s]));
+      for (int i = 0; i < R; ++i) {
+        const __m256i xb = Broadcast4(x[i][ib].qs + 4 * s);
+        sl[i] = _mm256_add_epi16(sl[i], _mm256_maddubs_epi16(lo, xb));
+        sh[i] = _mm256_add_epi16(sh[i], _mm256_maddubs_epi16(hi, xb));
+        simd::KeepInRegister(sl[i]);
+        simd::KeepInRegister(sh[i]);
+      }
+    }
+    const __m256 d = _mm256_loadu_ps(b.d);
+    for (int i = 0; i < R; ++i) {
+      const __m256i t = _mm256_sub_epi32(
+          _mm256_add_epi32(_mm256_madd_epi16(sl[i], ones), _mm256_madd_epi16(sh[i], sixteen)),
+          _mm256_set1_epi32(x[i][ib].csum));
+      float* a = acc[i][ib % 8];
+      const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(x[i][ib].dx));
+      _mm256_store_ps(a, _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), _mm256_load_ps(a)));
     }
   }
   for (int i = 0; i < R; ++i) _mm256_storeu_ps(out + i * out_stride, simd::PhaseSum(acc[i]));
@@ -401,9 +479,23 @@ size_t GroupBytes(int64_t n) {
 LS_PACKED_KERNEL(Q4KPacked, PackedQ4Kx8, BlockQ8_K, kQK_K, (GroupRows<R, PackedQ4Kx8, 8>))
 LS_PACKED_KERNEL(Q5KPacked, PackedQ5Kx8, BlockQ8_K, kQK_K, (GroupRows<R, PackedQ5Kx8, 4>))
 LS_PACKED_KERNEL(Q6KPacked, PackedQ6Kx8, BlockQ8_K, kQK_K, GroupRowsQ6<R>)
-LS_PACKED_KERNEL(Q8_0Packed, Packed32x8, BlockQ8_0, kQK8_0, (GroupRows32<R, false>))
-LS_PACKED_KERNEL(Q4_0Packed, Packed32x8, BlockQ8_0, kQK8_0, (GroupRows32<R, true>))
+LS_PACKED_KERNEL(Q8_0Packed, PackedQ8x8, PreparedQ8, kQK8_0, GroupRowsQ8<R>)
+LS_PACKED_KERNEL(Q4_0Packed, Packed32x8, BlockQ8_0, kQK8_0, GroupRowsQ4_0<R>)
 #undef LS_PACKED_KERNEL
+
+// Encoded Q8_0 activation rows: prepared kRowsPerPass at a time into a per-thread buffer, then as above.
+void PackedTileQ8_0(const void* packed, int64_t n_groups, const void* x, size_t x_stride, int64_t n_x,
+                    int64_t n, float* out, int64_t out_stride) {
+  const size_t pb = PreparedBytesQ8_0(n);
+  thread_local std::vector<uint8_t> buf;
+  if (buf.size() < pb * kRowsPerPass) buf.resize(pb * kRowsPerPass);
+  const uint8_t* xb = static_cast<const uint8_t*>(x);
+  for (int64_t i = 0; i < n_x; i += kRowsPerPass) {
+    const int64_t rows = n_x - i < kRowsPerPass ? n_x - i : kRowsPerPass;
+    for (int64_t k = 0; k < rows; ++k) PrepareQ8_0(xb + (i + k) * x_stride, n, buf.data() + k * pb);
+    PackedTile<Q8_0Packed>(packed, n_groups, buf.data(), pb, rows, n, out + i * out_stride, out_stride);
+  }
+}
 
 }  // namespace
 
@@ -411,8 +503,9 @@ void FillAvx2PackedKernels(KernelSet* set) {
   set->packed[kQ4_K] = PackedKernel{PackQ4_K, PackedTile<Q4KPacked>, GroupBytes<Q4KPacked>};
   set->packed[kQ5_K] = PackedKernel{PackQ5_K, PackedTile<Q5KPacked>, GroupBytes<Q5KPacked>};
   set->packed[kQ6_K] = PackedKernel{PackQ6_K, PackedTile<Q6KPacked>, GroupBytes<Q6KPacked>};
-  set->packed[kQ8_0] = PackedKernel{Pack32<BlockQ8_0>, PackedTile<Q8_0Packed>, GroupBytes<Q8_0Packed>};
-  set->packed[kQ4_0] = PackedKernel{Pack32<BlockQ4_0>, PackedTile<Q4_0Packed>, GroupBytes<Q4_0Packed>};
+  set->packed[kQ8_0] = PackedKernel{PackQ8_0,    PackedTileQ8_0,    GroupBytes<Q8_0Packed>, kPackRows,
+                                    PrepareQ8_0, PreparedBytesQ8_0, PackedTile<Q8_0Packed>};
+  set->packed[kQ4_0] = PackedKernel{PackQ4_0, PackedTile<Q4_0Packed>, GroupBytes<Q4_0Packed>};
 }
 
 }  // namespace lazyslot::quant
