@@ -49,19 +49,21 @@ void RowStarts(const void* w, size_t w_stride, const Block** rows) {
   }
 }
 
-// Scales, mins and super-scales of block `b` (Q4_K or Q5_K: same header) into row r's lanes of `p`.
+// Scales, mins and super-scales of block `b` (Q4_K or Q5_K: same header) into row r's lanes of `p`; the
+// 6-bit fields unpacked in a vector register (scalar KScaleMin calls were 8.5% of an AVX2 pp512 Q4_K
+// profile).
 template <class Packed>
-void PackHeader(const uint8_t* b, int r, Packed& p) {
+LS_TARGET_AVX2 void PackHeader(const uint8_t* b, int r, Packed& p) {
   uint16_t d, dmin;
   std::memcpy(&d, b, 2);
   std::memcpy(&dmin, b + 2, 2);
   p.d[r] = F16ToF32(d);
   p.dmin[r] = F16ToF32(dmin);
+  alignas(16) uint8_t sm[16];  // sc0..sc7, m0..m7
+  _mm_store_si128(reinterpret_cast<__m128i*>(sm), simd::UnpackKScales(b + 4));
   for (int j = 0; j < 8; ++j) {
-    int sc, m;
-    KScaleMin(b + 4, j, &sc, &m);
-    p.sc[j][2 * r] = p.sc[j][2 * r + 1] = static_cast<int16_t>(sc);
-    p.mn[j / 2][2 * r + (j & 1)] = static_cast<int16_t>(m);
+    p.sc[j][2 * r] = p.sc[j][2 * r + 1] = sm[j];
+    p.mn[j / 2][2 * r + (j & 1)] = sm[8 + j];
   }
 }
 
