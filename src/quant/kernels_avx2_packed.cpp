@@ -364,10 +364,10 @@ LS_TARGET_AVX2 void PackQ8_0(const void* w, size_t w_stride, int64_t n, void* ds
       out[ib].d[r] = F16ToF32(rows[r][ib].d);
       src[r] = reinterpret_cast<const uint8_t*>(rows[r][ib].qs);
     }
-    alignas(32) uint8_t inter[8][32];
-    simd::Interleave8x32(src, inter);
+    simd::Interleave8x32(src, out[ib].lo);  // the bytes w, then split in place
     for (int s = 0; s < 8; ++s) {
-      const __m256i u = _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(inter[s])), bias);
+      const __m256i u =
+          _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(out[ib].lo[s])), bias);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[ib].lo[s]), _mm256_and_si256(u, m4));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[ib].hi[s]),
                           _mm256_and_si256(_mm256_srli_epi16(u, 4), m4));
