@@ -1,6 +1,7 @@
 // Single-thread dot-product throughput of every kernel set on this CPU, in GB/s of weight bytes read:
 // a cache-resident matrix (~1M values) and a DRAM-sized one (~64M values), one activation row (generation,
-// through the gemv as MatMul calls it) and a 4-row tile (batched decoding). Then prompt-sized work as the
+// through the gemv as MatMul calls it, and from DRAM also as the plain loop over the dot one row at a time)
+// and a 4-row tile (batched decoding). Then prompt-sized work as the
 // matmul does it, in GMAC/s: a 48-row chunk of weights against 512 activation rows, 8 at a time, through the
 // plain tile and, where the set has one, the packed kernel (packing included). Build: the `quant_bench`
 // target; run: ./quant_bench [--quick] [--n ROW_LENGTH].
@@ -31,8 +32,9 @@ struct Case {
   int64_t rows;  // weight rows
 };
 
-// Returns GB/s of weight bytes; `tile` = number of activation rows per weight row (1 = plain vec_dot).
-double Measure(const KernelSet& ks, const Case& c, int tile, double min_seconds) {
+// Returns GB/s of weight bytes; `tile` = number of activation rows per weight row (1: the set's gemv, or with
+// `one_row` the plain loop over its vec_dot, the other generation variant the selection times).
+double Measure(const KernelSet& ks, const Case& c, int tile, double min_seconds, bool one_row = false) {
   const int f = FormatIndex(c.type);
   const TensorType at = VecDotType(c.type);
   const size_t wbytes = RowBytes(c.type, c.n), xbytes = RowBytes(at, c.n);
@@ -59,9 +61,9 @@ double Measure(const KernelSet& ks, const Case& c, int tile, double min_seconds)
   const double t0 = Seconds();
   for (int64_t pass = 0; Seconds() - t0 < min_seconds || pass < 3; ++pass) {
     const double p0 = Seconds();
-    if (tile == 1 && ks.gemv[f]) {  // one activation row: the generation path (MatMul calls the gemv)
+    if (tile == 1 && ks.gemv[f] && !one_row) {  // one activation row: the generation path (MatMul's gemv)
       ks.gemv[f](w.data(), wbytes, c.rows, x.data(), xbytes, 1, c.n, out.data(), c.rows);
-    } else if (tile == 1 && !ks.vec_dot_tile[f]) {
+    } else if (tile == 1) {  // a null gemv: the generic loop, as MatMul runs it
       for (int64_t r = 0; r < c.rows; ++r) out[r] = ks.vec_dot[f](w.data() + r * wbytes, x.data(), c.n);
     } else if (ks.vec_dot_tile[f]) {
       ks.vec_dot_tile[f](w.data(), wbytes, c.rows, x.data(), xbytes, tile, c.n, out.data(), c.rows);
@@ -137,14 +139,16 @@ int main(int argc, char** argv) {
   const double secs = quick ? 0.1 : 0.5;
   const TensorType types[] = {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ5_K,
                               TensorType::kQ6_K, TensorType::kF16,  TensorType::kBF16, TensorType::kF32};
-  std::printf("%-8s %-6s %14s %14s %14s\n", "isa", "type", "1M GB/s", "64M GB/s", "1Mx4 GB/s");
+  std::printf("%-8s %-6s %14s %14s %14s %14s\n", "isa", "type", "1M GB/s", "64M GB/s", "64M 1-row",
+              "1Mx4 GB/s");
   for (const KernelSet& ks : AvailableKernels()) {
     for (TensorType t : types) {
       const int64_t n = 1024;
       const double small = Measure(ks, {t, n, 1024}, 1, secs);
       const double big = quick ? 0 : Measure(ks, {t, n, 64 * 1024}, 1, secs);
+      const double big1 = quick ? 0 : Measure(ks, {t, n, 64 * 1024}, 1, secs, true);
       const double tile4 = Measure(ks, {t, n, 1024}, 4, secs);
-      std::printf("%-8s %-6s %14.2f %14.2f %14.2f\n", ks.name, TypeName(t), small, big, tile4);
+      std::printf("%-8s %-6s %14.2f %14.2f %14.2f %14.2f\n", ks.name, TypeName(t), small, big, big1, tile4);
       std::fflush(stdout);
     }
   }

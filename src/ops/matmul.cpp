@@ -155,8 +155,9 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
     p.ldy = targets[j].ldy;
     const int f = quant::FormatIndex(p.w->type);
     LS_CHECK(f >= 0 && ks.vec_dot[f] != nullptr);
-    // One activation row (generation) takes the set's gemv, chosen at load with vec_dot (quant/select.cpp).
-    p.tile = m == 1 && ks.gemv[f] ? ks.gemv[f] : ks.vec_dot_tile[f];
+    // One activation row (generation) takes the set's gemv, chosen at load with vec_dot (quant/select.cpp);
+    // a null gemv is the generic loop over vec_dot, as a null tile is.
+    p.tile = m == 1 ? ks.gemv[f] : ks.vec_dot_tile[f];
     p.dot = ks.vec_dot[f];
     if (m >= kPackMinRows && ks.packed[f].pack != nullptr) p.packed = &ks.packed[f];
     p.act = enc + act_offset[act_of[j]];

@@ -67,9 +67,11 @@ struct KernelSet {
   QuantizeFn quantize[kFormatCount] = {};
   VecDotFn vec_dot[kFormatCount] = {};           // indexed by the weight's format
   VecDotTileFn vec_dot_tile[kFormatCount] = {};  // null: the generic loop over vec_dot
-  // One activation row against n_w weight rows (generation, MatMul with m == 1); null: vec_dot_tile (or the
-  // generic loop). Every built set has gemv = vec_dot_tile; the selection may take it, with vec_dot, from
-  // another set than the tile, so the two generation entries always share their arithmetic.
+  // One activation row against n_w weight rows (generation, MatMul with m == 1); null: the generic loop over
+  // vec_dot, one weight row after another. Every built set has gemv = vec_dot_tile; the selection may take
+  // it, with vec_dot, from another set than the tile, or take the generic loop (a multi-row gemv reads
+  // several rows at once, which some CPUs stream from memory more slowly), so the two generation entries
+  // always share their arithmetic.
   VecDotTileFn gemv[kFormatCount] = {};
   PackedKernel packed[kFormatCount] = {};  // optional; never filled from the scalar set
 };

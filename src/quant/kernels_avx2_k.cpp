@@ -17,6 +17,7 @@ using simd::HsumI32PairToFloat;
 // 1 KiB). A K-quant block costs more arithmetic per byte, so the lines are asked for further ahead: one
 // thread streaming a DRAM-sized Q4_K matrix, 9.2 GB/s at 1 KiB, 12.0 at 2 KiB, 11.9 at 4 KiB; tg 4 KiB +6%.
 constexpr int kPrefetchBytes = 4096;
+constexpr int kFourPrefetchBytes = 8192;  // the 4-row Q4_K gemv's linear stream (DotQ4KFour)
 
 LS_TARGET_AVX2 inline __m256i LoadQ(const int8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
@@ -350,8 +351,13 @@ LS_TARGET_AVX2 inline void DotQ4KFour(const uint8_t* const* rows, const BlockQ8_
       for (int e = 0; e < 2; ++e) {
         const int k = 2 * h + e;
         const uint8_t* base = e ? b1 : b0;
+        // The four rows are contiguous: their lines are asked for as one linear stream, kFourPrefetchBytes
+        // ahead of the first row, one block's worth per row (per-row streams 4 KiB ahead: tg128 -10-20%
+        // on Zen 5, where they lose the hardware prefetcher; docs/bench.md, session 13).
         for (size_t l = 0; l < sizeof(BlockQ4_K); l += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(base) + kPrefetchBytes + l, _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(rows[0]) + kFourPrefetchBytes + 4 * off +
+                           k * sizeof(BlockQ4_K) + l,
+                       _MM_HINT_T0);
         }
         __builtin_memcpy(&head[k], base, 4);
         const __m128i sm = e ? _mm256_extracti128_si256(sm2, 1) : _mm256_castsi256_si128(sm2);

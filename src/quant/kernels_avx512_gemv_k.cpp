@@ -29,8 +29,19 @@
 namespace lazyslot::quant::avx512 {
 namespace {
 
-// Weight lines are asked for this far ahead of the row being read (the rows of a matrix are contiguous).
-constexpr int kPrefetchBytes = 4096;
+// The four rows of a pass are contiguous (a matrix's rows are), so their lines are asked for as one linear
+// stream this far ahead of the pass's first row, four blocks' worth per block step. Asking for each row's
+// lines 4 KiB ahead of that row, as the single-row dot does, left Zen 5 streaming Q4_K at 0.86x and Q6_K at
+// 0.6-0.8x of the linear stream (four interleaved row streams lose its hardware prefetcher; bench_gemv in
+// docs/bench.md, session 13).
+constexpr int kPrefetchBytes = 8192;
+
+// Asks for the lines of block step ib of the pass whose first row starts at `first`: bytes [4 ib, 4 ib + 4)
+// block_bytes of the linear stream, kPrefetchBytes ahead.
+LS_TARGET_AVX512 inline void PrefetchStep(const uint8_t* first, int64_t ib, size_t block_bytes) {
+  const char* p = reinterpret_cast<const char*>(first) + kPrefetchBytes + 4 * ib * block_bytes;
+  for (size_t l = 0; l < 4 * block_bytes; l += 64) _mm_prefetch(p + l, _MM_HINT_T0);
+}
 
 // One Q8_K activation block laid out for the 4-row kernel (320 bytes, 64-byte aligned):
 //   q[64p .. 64p + 64): the values the nibbles of load p/2 meet: p = 0: x[0, 32) x[64, 96) (low nibbles of
@@ -156,9 +167,6 @@ LS_TARGET_AVX512 inline __m128 Block4(const uint8_t* const* rows, int64_t ib, co
   __m512i t[4];
   for (int k = 0; k < 4; ++k) {
     const uint8_t* qs = rows[k] + off + (kFive ? 48 : 16);
-    for (int l = 0; l < 192; l += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(rows[k] + off) + kPrefetchBytes + l, _MM_HINT_T0);
-    }
     const __m512i v0 = _mm512_loadu_si512(qs), v1 = _mm512_loadu_si512(qs + 64);
     // Register p holds sub-blocks (j, j + 2) = (0, 2), (1, 3), (4, 6), (5, 7) in its 32-byte halves.
     __m512i q0 = _mm512_and_si512(v0, m4), q1 = _mm512_and_si512(_mm512_srli_epi16(v0, 4), m4);
@@ -211,7 +219,10 @@ LS_TARGET_AVX512 int64_t Gemv(const void* w, size_t w_stride, int64_t n_w, const
     const uint8_t* rows[4] = {wb + r * w_stride, wb + (r + 1) * w_stride, wb + (r + 2) * w_stride,
                               wb + (r + 3) * w_stride};
     __m128 acc = _mm_setzero_ps();
-    for (int64_t ib = 0; ib < nb; ++ib) acc = Block4<kFive>(rows, ib, prepared[ib], c, acc);
+    for (int64_t ib = 0; ib < nb; ++ib) {
+      PrefetchStep(rows[0], ib, kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
+      acc = Block4<kFive>(rows, ib, prepared[ib], c, acc);
+    }
     _mm_storeu_ps(out + r, acc);
   }
   return r;
@@ -238,9 +249,6 @@ LS_TARGET_AVX512 inline __m128 Q6Block4(const BlockQ6_K* const* rows, int64_t ib
   alignas(16) uint16_t d16[8] = {};
   for (int k = 0; k < 4; ++k) {
     const BlockQ6_K& b = rows[k][ib];
-    for (size_t l = 0; l < sizeof(BlockQ6_K); l += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBytes + l, _MM_HINT_T0);
-    }
     d16[k] = b.d;
     __m512i q[4];
     DecodeQ6(b, q);
@@ -276,7 +284,10 @@ LS_TARGET_AVX512 int64_t GemvQ6K(const void* w, size_t w_stride, int64_t n_w, co
     const BlockQ6_K* rows[4];
     for (int k = 0; k < 4; ++k) rows[k] = reinterpret_cast<const BlockQ6_K*>(wb + (r + k) * w_stride);
     __m128 acc = _mm_setzero_ps();
-    for (int64_t ib = 0; ib < nb; ++ib) acc = Q6Block4(rows, ib, xb[ib], scale_index, acc);
+    for (int64_t ib = 0; ib < nb; ++ib) {
+      PrefetchStep(reinterpret_cast<const uint8_t*>(rows[0]), ib, sizeof(BlockQ6_K));
+      acc = Q6Block4(rows, ib, xb[ib], scale_index, acc);
+    }
     _mm_storeu_ps(out + r, acc);
   }
   return r;

@@ -1,9 +1,12 @@
 // Dispatch by measurement: for each weight format a model uses, every SIMD variant of its three kernel
-// families (gemv: the generation dot with its vec_dot; tile: 2..15 activation rows; packed: prompt batches)
-// is checked on the model's own row lengths, the correct ones are timed there, and the fastest is installed
-// into the active set. Integer formats' variants give the same bits in every SIMD set, so the families may
-// come from different sets; the tile and packed variants must equal the chosen gemv bit for bit (batch
-// invariance).
+// families (gemv: the generation dot with its vec_dot, as the set's gemv and as the plain loop over the dot
+// one row at a time; tile: 2..15 activation rows; packed: prompt batches) is checked on the model's own row
+// lengths, the correct ones are timed there, and the fastest is installed into the active set. The gemv is
+// timed on a matrix evicted from the caches before each pass: a decode step streams every weight from
+// memory once, and a multi-row gemv that wins in cache can lose there (its interleaved rows defeat the
+// hardware prefetcher on some CPUs: Zen 5, docs/decisions/0008). Integer formats' variants give the same bits
+// in every SIMD set, so the families may come from different sets; the tile and packed variants must equal
+// the chosen gemv bit for bit (batch invariance).
 #include "quant/select.h"
 
 #include <algorithm>
@@ -20,6 +23,10 @@
 
 #include "quant/check_rows.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace lazyslot::quant {
 namespace {
 
@@ -29,7 +36,8 @@ double SecondsSince(Clock::time_point t0) { return std::chrono::duration<double>
 constexpr int kCheckRows = 16;         // weight rows of a check: whole groups of every PackedKernel::rows
 constexpr int kCheckActs = 8;          // activation rows of a check (and of the timed packed calls)
 constexpr int kGemvActs = 2;           // activation rows the gemv is checked with, one call each
-constexpr size_t kTimeBytes = 131072;  // weight bytes of a timed matrix (a decode chunk of MatMul)
+constexpr size_t kTimeBytes = 131072;  // weight bytes of a timed tile or packed matrix (in cache)
+constexpr size_t kStreamBytes = 1 << 20;  // weight bytes of the timed gemv matrix (evicted before each pass)
 constexpr int kTileActs = 4;           // activation rows of a timed tile call
 constexpr int kPackedCalls = 16;       // timed packed tile calls of kCheckActs rows after one pack
 constexpr int kMinRounds = 3;          // timed passes per variant and row length, at least
@@ -47,7 +55,7 @@ const char* FamilyName(Family fam) {
 // One candidate of a family. gemv: dot + tile (null tile: the generic loop over dot); tile: tile (null: the
 // generic loop over the chosen gemv's dot); packed: pk.
 struct Variant {
-  const char* name = "";
+  std::string name;
   VecDotFn dot = nullptr;
   VecDotTileFn tile = nullptr;
   PackedKernel pk;
@@ -64,14 +72,26 @@ bool SameVariant(Family fam, const Variant& a, const Variant& b) {
 }
 
 // The distinct variants of a family among `simd` (in its order), each named by the first set that has it.
+// A set's gemv comes in two variants, the plain loop over its dot ("avx512 1-row") before the set's own gemv,
+// so that a forced level, which takes the last passing variant, gets the set as built.
 std::vector<Variant> Collect(Family fam, int f, const std::vector<const KernelSet*>& simd) {
   std::vector<Variant> out;
+  auto add = [&](const Variant& v) {
+    bool seen = false;
+    for (const Variant& o : out) seen = seen || SameVariant(fam, o, v);
+    if (!seen) out.push_back(v);
+  };
   for (const KernelSet* s : simd) {
     Variant v;
     v.name = s->name;
     if (fam == Family::kGemv) {
       if (!s->vec_dot[f]) continue;
       v.dot = s->vec_dot[f];
+      if (s->gemv[f]) {
+        Variant one = v;
+        one.name += " 1-row";
+        add(one);
+      }
       v.tile = s->gemv[f];
     } else if (fam == Family::kTile) {
       v.tile = s->vec_dot_tile[f];
@@ -80,9 +100,7 @@ std::vector<Variant> Collect(Family fam, int f, const std::vector<const KernelSe
       if (!s->packed[f].pack || !s->packed[f].tile || !s->packed[f].group_bytes) continue;
       v.pk = s->packed[f];
     }
-    bool seen = false;
-    for (const Variant& o : out) seen = seen || SameVariant(fam, o, v);
-    if (!seen) out.push_back(v);
+    add(v);
   }
   return out;
 }
@@ -97,9 +115,32 @@ struct RowData {
   std::vector<float> ref;     // scalar dots [i * kCheckRows + r] for i < kGemvActs
   std::vector<double> scale;  // sum |w * x| of the same pairs
   std::vector<float> want;    // the chosen gemv's dots [i * kCheckRows + r] for i < kCheckActs
-  int64_t rows = 0;           // rows of the timed matrix (a multiple of kCheckRows)
-  std::vector<uint8_t> mat;   // the timed matrix: the check rows repeated
+  int64_t rows = 0;           // rows of the timed tile/packed matrix (a multiple of kCheckRows)
+  std::vector<uint8_t> mat;   // that matrix: the check rows repeated
+  int64_t stream_rows = 0;    // rows of the timed gemv matrix (a multiple of kCheckRows)
+  std::vector<uint8_t> stream;  // that matrix, the check rows repeated
 };
+
+// The check rows of d repeated to about `bytes`; *rows = their count.
+std::vector<uint8_t> Repeated(const RowData& d, size_t bytes, int64_t* rows) {
+  *rows = std::max<int64_t>(1, static_cast<int64_t>(bytes / d.wb) / kCheckRows) * kCheckRows;
+  std::vector<uint8_t> m(static_cast<size_t>(*rows) * d.wb);
+  for (int64_t g = 0; g < *rows / kCheckRows; ++g) {
+    std::memcpy(m.data() + g * kCheckRows * d.wb, d.w.data(), d.w.size());
+  }
+  return m;
+}
+
+// Writes [p, p + bytes) back and drops it from every cache level, so that the next pass reads it from memory.
+void Evict(const uint8_t* p, size_t bytes) {
+#if defined(__x86_64__) || defined(__i386__)
+  for (size_t off = 0; off < bytes; off += 64) _mm_clflush(p + off);
+  _mm_mfence();
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
 
 RowData MakeRows(int f, int64_t n, double weight) {
   const KernelSet& ref = ScalarKernels();
@@ -130,11 +171,8 @@ RowData MakeRows(int f, int64_t n, double weight) {
       d.scale.push_back(s);
     }
   }
-  d.rows = std::max<int64_t>(1, static_cast<int64_t>(kTimeBytes / d.wb) / kCheckRows) * kCheckRows;
-  d.mat.resize(static_cast<size_t>(d.rows) * d.wb);
-  for (int64_t g = 0; g < d.rows / kCheckRows; ++g) {
-    std::memcpy(d.mat.data() + g * kCheckRows * d.wb, d.w.data(), d.w.size());
-  }
+  d.mat = Repeated(d, kTimeBytes, &d.rows);
+  d.stream = Repeated(d, kStreamBytes, &d.stream_rows);
   return d;
 }
 
@@ -209,13 +247,19 @@ std::string CheckBatch(Family fam, int f, const Variant& v, VecDotFn dot, const 
   return "";
 }
 
-// One timed pass of a variant over the matrix of `d`; returns its seconds.
+// One timed pass of a variant over the matrix of `d` (the gemv: over d.stream, evicted first); returns its
+// seconds.
 double TimePass(Family fam, const Variant& v, VecDotFn dot, const RowData& d, std::vector<uint8_t>& buf,
                 std::vector<float>& out) {
-  const Clock::time_point t0 = Clock::now();
   if (fam == Family::kGemv) {
-    RunTile(v.tile, v.dot, d.mat.data(), d.wb, d.rows, d.x.data(), d.xb, 1, d.n, out.data(), d.rows);
-  } else if (fam == Family::kTile) {
+    Evict(d.stream.data(), d.stream.size());
+    const Clock::time_point t0 = Clock::now();
+    RunTile(v.tile, v.dot, d.stream.data(), d.wb, d.stream_rows, d.x.data(), d.xb, 1, d.n, out.data(),
+            d.stream_rows);
+    return SecondsSince(t0);
+  }
+  const Clock::time_point t0 = Clock::now();
+  if (fam == Family::kTile) {
     RunTile(v.tile, dot, d.mat.data(), d.wb, d.rows, d.x.data(), d.xb, kTileActs, d.n, out.data(), d.rows);
   } else {
     // As MatMul runs it: the rows packed once, the activation rows prepared once (where the kernel has a
@@ -250,7 +294,7 @@ void TimeVariants(Family fam, std::vector<Variant*>& live, VecDotFn dot, const s
   std::vector<double> best(live.size() * data.size(), std::numeric_limits<double>::infinity());
   size_t buf_bytes = 0, out_floats = 0;
   for (const RowData& d : data) {
-    out_floats = std::max(out_floats, static_cast<size_t>(kCheckActs * d.rows));
+    out_floats = std::max(out_floats, static_cast<size_t>(std::max(kCheckActs * d.rows, d.stream_rows)));
     for (const Variant* v : live) {
       if (fam == Family::kPacked) {
         const size_t prep = v->pk.prepare ? kCheckActs * v->pk.prepared_bytes(d.n) : 0;
@@ -274,7 +318,8 @@ void TimeVariants(Family fam, std::vector<Variant*>& live, VecDotFn dot, const s
     double seconds = 0, work = 0;
     for (size_t k = 0; k < data.size(); ++k) {
       const RowData& d = data[k];
-      seconds += d.weight * best[j * data.size() + k] / static_cast<double>(d.rows);
+      const int64_t rows = fam == Family::kGemv ? d.stream_rows : d.rows;
+      seconds += d.weight * best[j * data.size() + k] / static_cast<double>(rows);
       const double acts = fam == Family::kTile ? kTileActs : kPackedCalls * kCheckActs;
       work += d.weight * (fam == Family::kGemv ? static_cast<double>(d.wb) : static_cast<double>(d.n) * acts);
     }

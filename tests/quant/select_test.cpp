@@ -59,8 +59,10 @@ std::string FamiliesDisagree(const KernelSet& k, TensorType t, int64_t n) {
   };
   if (k.gemv[f]) {
     k.gemv[f](w.data(), wb, kW, x.data(), xb, 1, n, got.data(), kW);
-    if (std::string e = compare(1, "gemv"); !e.empty()) return e;
+  } else {
+    VecDotTileGeneric(k.vec_dot[f], w.data(), wb, kW, x.data(), xb, 1, n, got.data(), kW);
   }
+  if (std::string e = compare(1, "gemv"); !e.empty()) return e;
   if (k.vec_dot_tile[f]) {
     k.vec_dot_tile[f](w.data(), wb, kW, x.data(), xb, kX, n, got.data(), kW);
     if (std::string e = compare(kX, "tile"); !e.empty()) return e;
@@ -186,13 +188,35 @@ TEST(Select, NoPassingSimdGemvFallsBackToScalar) {
       SelectFrom(sets, {{TensorType::kQ4_0, 2048, 64}}, SelectOptions{}, &active, chosen);
   ASSERT_EQ(choices.size(), 1u);
   std::printf("%s\n", choices[0].summary.c_str());
-  EXPECT_EQ(
-      choices[0].summary.find("q4_0 scalar (no SIMD gemv passed its check), gemv broken failed its check"),
-      0u);
+  EXPECT_EQ(choices[0].summary.find("q4_0 scalar (no SIMD gemv passed its check), gemv broken 1-row failed"),
+            0u);
+  EXPECT_NE(choices[0].summary.find(", gemv broken failed its check"), std::string::npos);
   EXPECT_EQ(active.vec_dot[kQ4_0], ScalarKernels().vec_dot[kQ4_0]);
   EXPECT_EQ(active.gemv[kQ4_0], nullptr);
   EXPECT_EQ(active.vec_dot_tile[kQ4_0], nullptr);
   EXPECT_EQ(active.packed[kQ4_0].pack, nullptr);
+}
+
+// A set's multi-row gemv and the plain loop over its dot are both timed (from memory); whichever serves, the
+// generation path gives the dot's bits.
+TEST(Select, OneRowGemvIsACandidate) {
+  const KernelSet good = GoodSimdSet();
+  const std::vector<KernelSet> sets = {ScalarKernels(), good};
+  KernelSet active = good;
+  bool chosen[kFormatCount] = {};
+  const std::vector<MatrixShape> shapes = {{TensorType::kQ4_K, 1024, 4096}, {TensorType::kQ6_K, 1024, 4096}};
+  const std::vector<FormatChoice> choices = SelectFrom(sets, shapes, SelectOptions{}, &active, chosen);
+  ASSERT_EQ(choices.size(), 2u);
+  for (const FormatChoice& c : choices) {
+    std::printf("%s\n", c.summary.c_str());
+    const std::string one = std::string(good.name) + " 1-row";
+    if (!good.gemv[c.format]) continue;
+    EXPECT_NE(c.summary.find(one), std::string::npos) << c.summary;
+    const bool took_one = c.summary.find(" gemv " + one + " ") != std::string::npos;  // the chosen one
+    EXPECT_EQ(active.gemv[c.format], took_one ? nullptr : good.gemv[c.format]) << c.summary;
+    EXPECT_EQ(active.vec_dot[c.format], good.vec_dot[c.format]);
+  }
+  for (const MatrixShape& m : shapes) EXPECT_EQ(FamiliesDisagree(active, m.type, m.n_in), "");
 }
 
 TEST(Select, ForcedIsaIsHonoured) {
