@@ -352,8 +352,8 @@ LS_TARGET_AVX2 inline void DotQ4KFour(const uint8_t* const* rows, const BlockQ8_
         const int k = 2 * h + e;
         const uint8_t* base = e ? b1 : b0;
         // The four rows are contiguous: their lines are asked for as one linear stream, kFourPrefetchBytes
-        // ahead of the first row, one block's worth per row (per-row streams 4 KiB ahead: tg128 -10-20%
-        // on Zen 5, where they lose the hardware prefetcher; docs/bench.md, session 13).
+        // ahead of the first row, one block's worth per row (per-row streams 4 KiB ahead made Zen 5's Q4_K
+        // tg 16% slower: they lose its hardware prefetcher; docs/bench.md, session 13).
         for (size_t l = 0; l < sizeof(BlockQ4_K); l += 64) {
           _mm_prefetch(reinterpret_cast<const char*>(rows[0]) + kFourPrefetchBytes + 4 * off +
                            k * sizeof(BlockQ4_K) + l,

@@ -31,8 +31,8 @@ namespace {
 
 // The four rows of a pass are contiguous (a matrix's rows are), so their lines are asked for as one linear
 // stream this far ahead of the pass's first row, four blocks' worth per block step. Asking for each row's
-// lines 4 KiB ahead of that row, as the single-row dot does, left Zen 5 streaming Q4_K at 0.86x and Q6_K at
-// 0.6-0.8x of the linear stream (four interleaved row streams lose its hardware prefetcher; bench_gemv in
+// lines 4 KiB ahead of that row, as the single-row dot does, left Zen 5 streaming Q4_K from DRAM at 0.86x
+// and Q6_K at 0.81-0.93x of the linear stream (four interleaved row streams lose its hardware prefetcher;
 // docs/bench.md, session 13).
 constexpr int kPrefetchBytes = 8192;
 
