@@ -35,8 +35,8 @@ static_assert(sizeof(Packed32x16) == 576);
 // Sixteen rows' 32-byte runs (row k in v[k]) interleaved 4 bytes at a time into 8 steps of 64 bytes: step s
 // = bytes 4s..4s+3 of rows 0..15. Rows k and k + 8 share a register, the unpacks of simd::Interleave8x32 work
 // within its 128-bit lanes, and one two-source permute per step puts the four quarters (rows 0-3, 4-7, 8-11,
-// 12-15) in order. Everything stays in registers (the stack copies of two 8-row interleaves were 7% of a
-// pp512 Q8_0 profile).
+// 12-15) in order. Everything stays in registers (with two 8-row interleaves through the stack, Pack32x16
+// was 7.4% of a Zen 5 pp512 Q8_0 profile; now 3.6%, mostly the first touch of the weights).
 LS_TARGET_AVX512 inline void Interleave16x32(const __m256i* v, uint8_t (*dst)[64]) {
   __m512i r[8], t[8], u[8];
   for (int k = 0; k < 8; ++k) r[k] = _mm512_inserti64x4(_mm512_castsi256_si512(v[k]), v[k + 8], 1);
