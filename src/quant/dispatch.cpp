@@ -230,14 +230,9 @@ void VecDotTile(TensorType weight_type, const void* w, size_t w_stride, int64_t 
   int f;
   const KernelSet& k = Kernels(weight_type, &f);
   LS_CHECK(k.vec_dot[f] != nullptr);
-  if (n_x == 1) {
-    if (k.gemv[f]) {
-      k.gemv[f](w, w_stride, n_w, x, x_stride, n_x, n, out, out_stride);
-    } else {
-      VecDotTileGeneric(k.vec_dot[f], w, w_stride, n_w, x, x_stride, n_x, n, out, out_stride);
-    }
-  } else if (k.vec_dot_tile[f]) {
-    k.vec_dot_tile[f](w, w_stride, n_w, x, x_stride, n_x, n, out, out_stride);
+  const VecDotTileFn tile = n_x == 1 ? k.gemv[f] : k.vec_dot_tile[f];  // null: the generic loop
+  if (tile) {
+    tile(w, w_stride, n_w, x, x_stride, n_x, n, out, out_stride);
   } else {
     VecDotTileGeneric(k.vec_dot[f], w, w_stride, n_w, x, x_stride, n_x, n, out, out_stride);
   }

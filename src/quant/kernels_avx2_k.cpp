@@ -342,6 +342,10 @@ LS_TARGET_AVX2 inline void DotQ4KFour(const uint8_t* const* rows, const BlockQ8_
   const __m128i dd_order = _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
   for (int64_t ib = 0; ib < nb; ++ib) {
     const size_t off = static_cast<size_t>(ib) * sizeof(BlockQ4_K);
+    // The four rows are contiguous: their lines are asked for as one linear stream, kFourPrefetchBytes ahead
+    // of the first row, four blocks per step (per-row streams 4 KiB ahead made Zen 5's Q4_K tg 16% slower:
+    // they lose its hardware prefetcher; docs/bench.md, session 13).
+    simd::PrefetchLines(rows[0] + kFourPrefetchBytes + 4 * off, 4 * sizeof(BlockQ4_K));
     __m256i v[8];     // isum of rows 0-3, then their msum
     int32_t head[4];  // d, dmin of each row
     for (int h = 0; h < 2; ++h) {
@@ -351,14 +355,6 @@ LS_TARGET_AVX2 inline void DotQ4KFour(const uint8_t* const* rows, const BlockQ8_
       for (int e = 0; e < 2; ++e) {
         const int k = 2 * h + e;
         const uint8_t* base = e ? b1 : b0;
-        // The four rows are contiguous: their lines are asked for as one linear stream, kFourPrefetchBytes
-        // ahead of the first row, one block's worth per row (per-row streams 4 KiB ahead made Zen 5's Q4_K
-        // tg 16% slower: they lose its hardware prefetcher; docs/bench.md, session 13).
-        for (size_t l = 0; l < sizeof(BlockQ4_K); l += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(rows[0]) + kFourPrefetchBytes + 4 * off +
-                           k * sizeof(BlockQ4_K) + l,
-                       _MM_HINT_T0);
-        }
         __builtin_memcpy(&head[k], base, 4);
         const __m128i sm = e ? _mm256_extracti128_si256(sm2, 1) : _mm256_castsi256_si128(sm2);
         const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));

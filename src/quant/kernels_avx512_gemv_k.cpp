@@ -38,9 +38,9 @@ constexpr int kPrefetchBytes = 8192;
 
 // Asks for the lines of block step ib of the pass whose first row starts at `first`: bytes [4 ib, 4 ib + 4)
 // block_bytes of the linear stream, kPrefetchBytes ahead.
-LS_TARGET_AVX512 inline void PrefetchStep(const uint8_t* first, int64_t ib, size_t block_bytes) {
-  const char* p = reinterpret_cast<const char*>(first) + kPrefetchBytes + 4 * ib * block_bytes;
-  for (size_t l = 0; l < 4 * block_bytes; l += 64) _mm_prefetch(p + l, _MM_HINT_T0);
+inline void PrefetchStep(const void* first, int64_t ib, size_t block_bytes) {
+  simd::PrefetchLines(static_cast<const uint8_t*>(first) + kPrefetchBytes + 4 * ib * block_bytes,
+                      4 * block_bytes);
 }
 
 // One Q8_K activation block laid out for the 4-row kernel (320 bytes, 64-byte aligned):
@@ -285,7 +285,7 @@ LS_TARGET_AVX512 int64_t GemvQ6K(const void* w, size_t w_stride, int64_t n_w, co
     for (int k = 0; k < 4; ++k) rows[k] = reinterpret_cast<const BlockQ6_K*>(wb + (r + k) * w_stride);
     __m128 acc = _mm_setzero_ps();
     for (int64_t ib = 0; ib < nb; ++ib) {
-      PrefetchStep(reinterpret_cast<const uint8_t*>(rows[0]), ib, sizeof(BlockQ6_K));
+      PrefetchStep(rows[0], ib, sizeof(BlockQ6_K));
       acc = Q6Block4(rows, ib, xb[ib], scale_index, acc);
     }
     _mm_storeu_ps(out + r, acc);

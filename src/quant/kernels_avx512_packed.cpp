@@ -23,6 +23,7 @@ namespace lazyslot::quant {
 namespace {
 
 constexpr int kRows = 16;  // weight rows per group
+constexpr size_t kPackPrefetchBytes = 4096;  // how far ahead Pack32x16 asks for its rows' linear stream
 
 // One 32-value block of 16 rows.
 struct Packed32x16 {
@@ -73,8 +74,7 @@ LS_TARGET_AVX512 void Pack32x16(const void* w, size_t w_stride, int64_t n, void*
   // pp512 Q8_0 profile).
   const size_t step = kRows * sizeof(Block);
   for (int64_t ib = 0; ib < nb; ++ib) {
-    const char* ahead = reinterpret_cast<const char*>(base) + 4096 + ib * step;
-    for (size_t l = 0; l < step; l += 64) _mm_prefetch(ahead + l, _MM_HINT_T0);
+    simd::PrefetchLines(base + kPackPrefetchBytes + ib * step, step);
     __m256i v[kRows];
     alignas(32) uint16_t d[kRows];
     for (int r = 0; r < kRows; ++r) {
