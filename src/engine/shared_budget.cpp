@@ -61,14 +61,14 @@ BudgetCharge FixedChargeFor(const Model& model, const EngineConfig& cfg, int n_s
 }
 
 Result<BudgetCharge> Engine::EstimateCharge(const EngineConfig& config) {
-  LS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(config.model_path));
+  const int n_threads = config.compute         ? config.compute->pool.n_threads()
+                        : config.n_threads > 0 ? config.n_threads
+                                               : ThreadPool::DefaultThreads();
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(config.model_path, n_threads));
   const bool encoder = model->arch().encoder;
   const int n_slots = encoder ? std::max(config.n_parallel, kEncoderSlots) : config.n_parallel;
   int32_t n_ctx_slot = config.n_ctx / std::max(config.n_parallel, 1);
   if (encoder) n_ctx_slot = std::min(n_ctx_slot, model->hparams().n_ctx_train);
-  const int n_threads = config.compute         ? config.compute->pool.n_threads()
-                        : config.n_threads > 0 ? config.n_threads
-                                               : ThreadPool::DefaultThreads();
   return FixedChargeFor(*model, config, n_slots, n_ctx_slot, n_threads);
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "ops/attention.h"
+#include "ops/thread_pool.h"
 #include "quant/quant.h"
 
 namespace lazyslot {
@@ -103,7 +104,7 @@ bool ParsePooling(const std::string& s, PoolingType* out) {
   return false;
 }
 
-Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path, int threads) {
   std::unique_ptr<Model> m(new Model());
   LS_ASSIGN_OR_RETURN(m->file_, gguf::File::Open(path));
   LS_RETURN_IF_ERROR(m->ReadHParams());
@@ -121,7 +122,8 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
   for (const LayerWeights& l : m->layers_) {
     for (const WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*w);
   }
-  const std::string kernels = quant::SelectKernels(shapes);
+  const std::string kernels =
+      quant::SelectKernels(shapes, threads > 0 ? threads : ThreadPool::DefaultThreads());
   LS_LOG_INFO("%s; %s", kernels.c_str(), AttentionKernelChoice().c_str());
   return m;
 }

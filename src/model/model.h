@@ -69,7 +69,9 @@ struct ClassifierWeights {
 class Model {
  public:
   // Opens and validates the GGUF, reads hyper-parameters, binds every tensor with its expected shape.
-  static Result<std::unique_ptr<Model>> Load(const std::string& path);
+  // `threads`: the threads its forwards will run on (0: ThreadPool::DefaultThreads()), which the kernel
+  // selection times the generation dot with.
+  static Result<std::unique_ptr<Model>> Load(const std::string& path, int threads = 0);
 
   const HParams& hparams() const { return hp_; }
   const ArchSpec& arch() const { return *arch_; }

@@ -59,7 +59,10 @@ struct MatrixShape {
 // kernels. LAZYSLOT_ISA=scalar|avx2|avx512 forces a level instead (still checked, no timing). Returns one
 // line naming the choices of every format of `shapes`, with their figures and the selection's time, for the
 // log. Shapes of unsupported types or with rows that do not fit the type's blocks are ignored. Thread-safe.
-std::string SelectKernels(const std::vector<MatrixShape>& shapes);
+// `threads`: the threads the model's generation runs with; the gemv is timed with that many (at most the
+// hardware's threads and kMaxSelectThreads) streaming their shares of a matrix at once.
+constexpr int kMaxSelectThreads = 8;
+std::string SelectKernels(const std::vector<MatrixShape>& shapes, int threads = 1);
 // The same kind of line for every format selected so far in this process (for `lazyslot bench`).
 std::string KernelChoices();
 

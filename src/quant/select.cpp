@@ -4,21 +4,27 @@
 // lengths, the correct ones are timed there, and the fastest is installed into the active set. The gemv is
 // timed on a matrix evicted from the caches before each pass: a decode step streams every weight from
 // memory once, and a multi-row gemv that wins in cache can lose there (its interleaved rows defeat the
-// hardware prefetcher on some CPUs: Zen 5, docs/decisions/0008). Integer formats' variants give the same bits
-// in every SIMD set, so the families may come from different sets; the tile and packed variants must equal
-// the chosen gemv bit for bit (batch invariance).
+// hardware prefetcher on some CPUs: Zen 5, docs/decisions/0008). It is timed on as many threads as
+// generation runs with, each streaming its own share of the rows at once, since the winner on one thread can
+// lose when every core competes for memory (docs/decisions/0009). Integer formats' variants give the same
+// bits in every SIMD set, so the families may come from different sets; the tile and packed variants must
+// equal the chosen gemv bit for bit (batch invariance).
 #include "quant/select.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "quant/check_rows.h"
@@ -37,7 +43,7 @@ constexpr int kCheckRows = 16;         // weight rows of a check: whole groups o
 constexpr int kCheckActs = 8;          // activation rows of a check (and of the timed packed calls)
 constexpr int kGemvActs = 2;           // activation rows the gemv is checked with, one call each
 constexpr size_t kTimeBytes = 131072;  // weight bytes of a timed tile or packed matrix (in cache)
-constexpr size_t kStreamBytes = 1 << 20;  // weight bytes of the timed gemv matrix (evicted before each pass)
+constexpr size_t kStreamBytes = 1 << 20;  // gemv weight bytes per timing thread (evicted before each pass)
 constexpr int kTileActs = 4;           // activation rows of a timed tile call
 constexpr int kPackedCalls = 16;       // timed packed tile calls of kCheckActs rows after one pack
 constexpr int kMinRounds = 3;          // timed passes per variant and row length, at least
@@ -117,8 +123,62 @@ struct RowData {
   std::vector<float> want;    // the chosen gemv's dots [i * kCheckRows + r] for i < kCheckActs
   int64_t rows = 0;           // rows of the timed tile/packed matrix (a multiple of kCheckRows)
   std::vector<uint8_t> mat;   // that matrix: the check rows repeated
-  int64_t stream_rows = 0;    // rows of the timed gemv matrix (a multiple of kCheckRows)
+  int64_t stream_rows = 0;    // rows of the timed gemv matrix (kCheckRows times a multiple of the threads)
   std::vector<uint8_t> stream;  // that matrix, the check rows repeated
+};
+
+void Pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// The threads of a multi-threaded gemv pass. Run(job) calls job(0) on the caller and job(i) on worker i for
+// 0 < i < size at once, and returns when every call has returned; the workers spin between passes, so a
+// pass's time is the work's and not a wake-up's.
+class Crew {
+ public:
+  explicit Crew(int size) : size_(size) {
+    for (int i = 1; i < size; ++i) workers_.emplace_back([this, i] { Loop(i); });
+  }
+  ~Crew() {
+    stop_.store(true, std::memory_order_relaxed);
+    pass_.fetch_add(1, std::memory_order_release);
+    for (std::thread& t : workers_) t.join();
+  }
+  Crew(const Crew&) = delete;
+  Crew& operator=(const Crew&) = delete;
+
+  int size() const { return size_; }
+  void Run(const std::function<void(int)>& job) {
+    job_ = &job;
+    done_.store(0, std::memory_order_relaxed);
+    pass_.fetch_add(1, std::memory_order_release);
+    job(0);
+    while (done_.load(std::memory_order_acquire) < size_ - 1) Pause();
+  }
+
+ private:
+  void Loop(int i) {
+    uint64_t seen = 0;
+    for (;;) {
+      uint64_t pass;
+      while ((pass = pass_.load(std::memory_order_acquire)) == seen) Pause();
+      seen = pass;
+      if (stop_.load(std::memory_order_relaxed)) return;
+      (*job_)(i);
+      done_.fetch_add(1, std::memory_order_release);
+    }
+  }
+
+  const int size_;
+  const std::function<void(int)>* job_ = nullptr;
+  std::atomic<uint64_t> pass_{0};
+  std::atomic<int> done_{0};
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> workers_;
 };
 
 // The check rows of d repeated to about `bytes`; *rows = their count.
@@ -142,7 +202,7 @@ void Evict(const uint8_t* p, size_t bytes) {
 #endif
 }
 
-RowData MakeRows(int f, int64_t n, double weight) {
+RowData MakeRows(int f, int64_t n, double weight, int threads) {
   const KernelSet& ref = ScalarKernels();
   const int act = DotActFormat(f);
   RowData d;
@@ -172,7 +232,8 @@ RowData MakeRows(int f, int64_t n, double weight) {
     }
   }
   d.mat = Repeated(d, kTimeBytes, &d.rows);
-  d.stream = Repeated(d, kStreamBytes, &d.stream_rows);
+  d.stream = Repeated(d, kStreamBytes * static_cast<size_t>(threads), &d.stream_rows);
+  d.stream_rows = d.stream_rows / (kCheckRows * threads) * (kCheckRows * threads);
   return d;
 }
 
@@ -247,15 +308,24 @@ std::string CheckBatch(Family fam, int f, const Variant& v, VecDotFn dot, const 
   return "";
 }
 
-// One timed pass of a variant over the matrix of `d` (the gemv: over d.stream, evicted first); returns its
-// seconds.
+// One timed pass of a variant over the matrix of `d` (the gemv: over d.stream, evicted first, each thread of
+// `crew` (null: the caller alone) on an equal share of its rows); returns its seconds.
 double TimePass(Family fam, const Variant& v, VecDotFn dot, const RowData& d, std::vector<uint8_t>& buf,
-                std::vector<float>& out) {
+                std::vector<float>& out, Crew* crew) {
   if (fam == Family::kGemv) {
     Evict(d.stream.data(), d.stream.size());
+    const int threads = crew ? crew->size() : 1;
+    const int64_t share = d.stream_rows / threads;
+    const std::function<void(int)> job = [&](int i) {
+      RunTile(v.tile, v.dot, d.stream.data() + i * share * d.wb, d.wb, share, d.x.data(), d.xb, 1, d.n,
+              out.data() + i * share, share);
+    };
     const Clock::time_point t0 = Clock::now();
-    RunTile(v.tile, v.dot, d.stream.data(), d.wb, d.stream_rows, d.x.data(), d.xb, 1, d.n, out.data(),
-            d.stream_rows);
+    if (crew) {
+      crew->Run(job);
+    } else {
+      job(0);
+    }
     return SecondsSince(t0);
   }
   const Clock::time_point t0 = Clock::now();
@@ -289,8 +359,10 @@ double TimePass(Family fam, const Variant& v, VecDotFn dot, const RowData& d, st
 // change or a neighbour's burst hits them alike), keeps each one's best pass per row length, and weights the
 // row lengths by the model's rows: v.seconds estimates the family's time over the whole model.
 void TimeVariants(Family fam, std::vector<Variant*>& live, VecDotFn dot, const std::vector<RowData>& data,
-                  double budget_ms) {
+                  const SelectOptions& opt) {
   if (live.empty()) return;
+  std::unique_ptr<Crew> crew;
+  if (fam == Family::kGemv && opt.gemv_threads > 1) crew = std::make_unique<Crew>(opt.gemv_threads);
   std::vector<double> best(live.size() * data.size(), std::numeric_limits<double>::infinity());
   size_t buf_bytes = 0, out_floats = 0;
   for (const RowData& d : data) {
@@ -305,12 +377,12 @@ void TimeVariants(Family fam, std::vector<Variant*>& live, VecDotFn dot, const s
   std::vector<uint8_t> buf(buf_bytes);
   std::vector<float> out(out_floats);
   const Clock::time_point t0 = Clock::now();
-  const double budget = budget_ms * 1e-3 * static_cast<double>(live.size());
+  const double budget = opt.budget_ms * 1e-3 * static_cast<double>(live.size());
   for (int round = 0; round < kMinRounds || (round < kMaxRounds && SecondsSince(t0) < budget); ++round) {
     for (size_t k = 0; k < data.size(); ++k) {
       for (size_t j = 0; j < live.size(); ++j) {
         double& b = best[j * data.size() + k];
-        b = std::min(b, TimePass(fam, *live[j], dot, data[k], buf, out));
+        b = std::min(b, TimePass(fam, *live[j], dot, data[k], buf, out, crew.get()));
       }
     }
   }
@@ -345,7 +417,7 @@ int Choose(Family fam, int f, std::vector<Variant>& vs, VecDotFn dot, const std:
   Variant* pick = live.back();
   if (!opt.forced) {
     // The gemv family times each variant with its own dot; the others with the chosen one's.
-    TimeVariants(fam, live, dot, data, opt.budget_ms);
+    TimeVariants(fam, live, dot, data, opt);
     for (size_t j = live.size() - 1; j-- > 0;) {
       if (live[j]->seconds < pick->seconds * (1.0 - kTieMargin)) pick = live[j];
     }
@@ -353,8 +425,9 @@ int Choose(Family fam, int f, std::vector<Variant>& vs, VecDotFn dot, const std:
   return static_cast<int>(pick - vs.data());
 }
 
-// "gemv avx2 14.1 GB/s (avx512 13.9)" and ", gemv avx512 failed its check (...)" for each failure.
-std::string Describe(Family fam, const std::vector<Variant>& vs, int chosen, bool timed) {
+// "gemv avx2 14.1 GB/s (avx512 13.9)" ("... GB/s on 2 threads (...)" for a gemv timed on `threads` > 1) and
+// ", gemv avx512 failed its check (...)" for each failure.
+std::string Describe(Family fam, const std::vector<Variant>& vs, int chosen, bool timed, int threads = 1) {
   auto figure = [&](const Variant& v, bool unit) {
     char buf[48];
     if (fam == Family::kGemv) {
@@ -369,6 +442,7 @@ std::string Describe(Family fam, const std::vector<Variant>& vs, int chosen, boo
     s = std::string(FamilyName(fam)) + " " + vs[chosen].name;
     if (timed) {
       s += figure(vs[chosen], true);
+      if (fam == Family::kGemv && threads > 1) s += " on " + std::to_string(threads) + " threads";
       std::string others;
       for (size_t j = 0; j < vs.size(); ++j) {
         if (static_cast<int>(j) == chosen || !vs[j].failure.empty()) continue;
@@ -412,7 +486,7 @@ std::string SelectFormat(int f, const std::vector<const KernelSet*>& simd, std::
     }
   }
   const bool timed = !opt.forced;
-  std::string s = type + " " + Describe(Family::kGemv, gemvs, g, timed);
+  std::string s = type + " " + Describe(Family::kGemv, gemvs, g, timed, opt.gemv_threads);
 
   std::vector<Variant> tiles = Collect(Family::kTile, f, simd);
   const int t = Choose(Family::kTile, f, tiles, gemv.dot, data, opt);
@@ -464,7 +538,9 @@ std::vector<FormatChoice> SelectFrom(const std::vector<KernelSet>& sets,
     if (rows_by_length[f].empty()) continue;
     std::vector<RowData> data;
     if (!simd.empty()) {
-      for (const auto& [n, weight] : rows_by_length[f]) data.push_back(MakeRows(f, n, weight));
+      for (const auto& [n, weight] : rows_by_length[f]) {
+        data.push_back(MakeRows(f, n, weight, std::max(1, opt.gemv_threads)));
+      }
     }
     out.push_back({f, SelectFormat(f, simd, data, opt, active)});
     chosen[f] = true;
@@ -513,7 +589,7 @@ std::string Head(const Selected& st, double ms) {
 
 }  // namespace
 
-std::string SelectKernels(const std::vector<MatrixShape>& shapes) {
+std::string SelectKernels(const std::vector<MatrixShape>& shapes, int threads) {
   Selected& st = State();
   std::lock_guard<std::mutex> lock(st.mu);
   const Clock::time_point t0 = Clock::now();
@@ -521,6 +597,8 @@ std::string SelectKernels(const std::vector<MatrixShape>& shapes) {
   SelectOptions opt;
   const char* env = std::getenv("LAZYSLOT_ISA");
   opt.forced = ForcedIsa(env, sets.back().isa, &opt.level);
+  const int hardware = static_cast<int>(std::thread::hardware_concurrency());
+  opt.gemv_threads = std::clamp(std::min(threads, hardware > 0 ? hardware : 1), 1, kMaxSelectThreads);
   st.mode =
       opt.forced ? "LAZYSLOT_ISA=" + std::string(env) + " forces the " + IsaName(opt.level) + " set" : "";
   const std::vector<FormatChoice> choices = SelectFrom(sets, shapes, opt, &MutableActiveKernels(), st.chosen);

@@ -17,6 +17,9 @@ struct SelectOptions {
   bool forced = false;
   Isa level = Isa::kAvx512;
   double budget_ms = 1.0;  // timing of one variant of one family, over all the format's row lengths
+  // Threads that stream a timed gemv matrix together, each its own share of rows as a decode step splits
+  // a matrix: a gemv that wins on one thread can lose when every core streams at once (docs/decisions/0009).
+  int gemv_threads = 1;
 };
 
 // What SelectFrom decided for one format: "q4_K gemv avx2 14.1 GB/s (avx512 13.9), tile avx2 40 GMAC/s, ...".

@@ -107,6 +107,27 @@ TEST(Select, InstalledFamiliesAgreeBitForBit) {
   EXPECT_EQ(active.isa, sets.back().isa);
 }
 
+// The gemv timed with several threads streaming their shares at once (as a decode step on them runs) still
+// installs agreeing families and says how many threads timed it.
+TEST(Select, GemvTimedOnSeveralThreads) {
+  const std::vector<KernelSet> sets = AvailableKernels();
+  if (sets.size() < 2) GTEST_SKIP() << "no SIMD set on this CPU: nothing is timed";
+  KernelSet active = sets.back();
+  bool chosen[kFormatCount] = {};
+  SelectOptions opt;
+  opt.gemv_threads = 2;
+  const std::vector<MatrixShape> shapes = QwenLikeShapes();
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<FormatChoice> choices = SelectFrom(sets, shapes, opt, &active, chosen);
+  std::printf("selection on %d threads in %.1f ms\n", opt.gemv_threads, Ms(t0));
+  ASSERT_FALSE(choices.empty());
+  for (const FormatChoice& c : choices) {
+    std::printf("  %s\n", c.summary.c_str());
+    EXPECT_NE(c.summary.find("GB/s on 2 threads"), std::string::npos) << c.summary;
+  }
+  for (const MatrixShape& m : shapes) EXPECT_EQ(FamiliesDisagree(active, m.type, m.n_in), "") << m.n_in;
+}
+
 float WrongDot(const void*, const void*, int64_t) { return 42.0f; }
 void WrongTile(const void*, size_t, int64_t n_w, const void*, size_t, int64_t n_x, int64_t, float* out,
                int64_t ldo) {
