@@ -37,6 +37,7 @@ struct BenchOptions {
   int bw_mib = 1024;
   bool no_bandwidth = false;
   bool synthetic_fill = false;
+  bool mmap = false;  // weights as a file mapping (4 KiB pages) instead of a copy on huge pages
 };
 
 double Now() {
@@ -189,7 +190,7 @@ Status RunBench(const BenchOptions& o) {
   }
   Progress progress;
   progress.Show("loading " + o.model);
-  LS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(o.model, o.threads));
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(o.model, {.threads = o.threads, .huge_pages = !o.mmap}));
   if (model->arch().encoder) {
     return Unimplemented(o.model + " is an encoder (" + model->hparams().arch +
                          "), which this command cannot run: serve it with --embeddings or --rerank "
@@ -312,6 +313,8 @@ void AddBenchCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--bw-mib", o->bw_mib, "Buffer for the bandwidth measurement, MiB")->capture_default_str();
   cmd->add_flag("--no-bandwidth", o->no_bandwidth, "Skip the bandwidth measurement");
+  cmd->add_flag("--mmap,!--no-mmap", o->mmap,
+                "Weights as a mapping of the file on 4 KiB pages (default --no-mmap: a copy on 2 MiB pages)");
   cmd->add_flag("--synthetic-fill", o->synthetic_fill,
                 "Fill --ctx-depth with random K/V rows instead of running the prompt (same test cost, no wait)");
   cmd->callback([o, exit_code] {

@@ -50,7 +50,7 @@ Result<nlohmann::json> Eval(const EvalOptions& o) {
   if (!o.embed.empty() && (!ParsePooling(o.embed, &pooling) || pooling == PoolingType::kNone)) {
     return InvalidArgument("--embed must be mean, last or cls, got '" + o.embed + "'");
   }
-  LS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(o.model, o.threads));
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(o.model, {.threads = o.threads}));
   if (model->arch().encoder) {
     return Unimplemented(o.model + " is an encoder (" + model->hparams().arch +
                          "), which this command cannot run: serve it with --embeddings or --rerank "

@@ -60,10 +60,11 @@ Status AdviseNoHugePages(void* p, size_t bytes) {
   return Status::Ok();
 }
 
-Result<uint64_t> MappingRssBytes(const void* p) {
+Result<uint64_t> MappingFieldBytes(const void* p, const char* field) {
   FILE* f = std::fopen("/proc/self/smaps", "r");
   if (!f) return IoError(std::string("cannot open /proc/self/smaps: ") + std::strerror(errno));
   const auto addr = reinterpret_cast<uintptr_t>(p);
+  const std::string format = std::string(field) + ": %llu kB";
   char line[512];
   bool inside = false;
   Result<uint64_t> out = NotFound("no mapping in /proc/self/smaps contains the address");
@@ -72,7 +73,7 @@ Result<uint64_t> MappingRssBytes(const void* p) {
     // Mapping header lines start with "lo-hi " in hex; field lines ("Rss:   12 kB") never parse as that.
     if (std::sscanf(line, "%llx-%llx ", &lo, &hi) == 2) {
       inside = addr >= lo && addr < hi;
-    } else if (inside && std::sscanf(line, "Rss: %llu kB", &kb) == 1) {
+    } else if (inside && std::sscanf(line, format.c_str(), &kb) == 1) {
       out = static_cast<uint64_t>(kb) * 1024;
       break;
     }
@@ -80,6 +81,8 @@ Result<uint64_t> MappingRssBytes(const void* p) {
   std::fclose(f);
   return out;
 }
+
+Result<uint64_t> MappingRssBytes(const void* p) { return MappingFieldBytes(p, "Rss"); }
 
 ProcessMemory ReadProcessMemory() {
   ProcessMemory m;

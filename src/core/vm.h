@@ -25,6 +25,8 @@ Result<size_t> ResidentPages(const void* p, size_t bytes);
 Status AdviseNoHugePages(void* p, size_t bytes);
 // Resident bytes this process maps for the mapping that contains `p` ("Rss:" of its /proc/self/smaps entry).
 Result<uint64_t> MappingRssBytes(const void* p);
+// Any "Field:  N kB" line of that entry in bytes, e.g. "AnonHugePages" (the bytes on transparent huge pages).
+Result<uint64_t> MappingFieldBytes(const void* p, const char* field);
 
 // Process memory from /proc/self: resident set, and its anonymous and file-backed parts (bytes).
 struct ProcessMemory {

@@ -67,6 +67,9 @@ struct EngineConfig {
   // figures (room may never come when the memory is held by models whose own requests wait too).
   double memory_wait_s = 0;
   bool warmup = true;  // one throw-away token at start (pages the weights in, as llama-server's warm-up)
+  // --mmap: the weights stay a mapping of the GGUF file (4 KiB pages, shared with every process mapping it);
+  // default (--no-mmap): a private copy on 2 MiB pages, faster to stream (docs/decisions/0010).
+  bool mmap = false;
 };
 
 struct GenerationRequest {

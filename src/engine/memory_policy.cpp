@@ -265,6 +265,9 @@ void Engine::Impl::MarkWork() {
   if (weights_released) {
     weights_released = false;
     weights_paging_in = true;
+    // A huge-page copy comes back whole now (a file mapping pages back as the step touches it).
+    const Status st = engine->model_->file().RestoreAfterRelease();
+    if (!st.ok()) LS_LOG_WARN("weights: the huge-page copy did not come back (%s)", st.message().c_str());
   }
 }
 

@@ -4,7 +4,6 @@
 #include "gguf/gguf.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -511,13 +510,9 @@ Result<std::unique_ptr<File>> File::Open(const std::string& path) {
     return Corrupt("gguf: " + path + ": file is empty");
   }
   // Private read-only mapping: tensor data is read in place and pages can be dropped again (madvise).
-  void* map = ::mmap(nullptr, file->file_size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_err = errno;
-  ::close(fd);
-  if (map == MAP_FAILED) return IoError("gguf: " + path + ": mmap failed: " + std::strerror(map_err));
-  file->map_ = map;
-  file->map_size_ = file->file_size_;
-  Parser parser(file.get(), static_cast<const uint8_t*>(map), file->file_size_);
+  LS_ASSIGN_OR_RETURN(file->mapping_, Mapping::Map(fd, file->file_size_, path));
+  const uint8_t* map = file->mapping_->data();
+  Parser parser(file.get(), map, file->file_size_);
   LS_RETURN_IF_ERROR(parser.Parse());
   return file;
 }
@@ -543,17 +538,17 @@ Result<std::unique_ptr<File>> File::OpenBuffer(std::string_view bytes, const std
 }
 
 File::~File() {
-  if (map_ != nullptr) ::munmap(map_, map_size_);
   if (owned_ != nullptr) ::operator delete(owned_, kBufferAlignment);
 }
 
-Status File::ReleaseResidentPages() const {
-  if (map_ == nullptr) return Status::Ok();
-  if (::madvise(map_, map_size_, MADV_DONTNEED) != 0) {
-    return IoError("gguf: " + path_ + ": madvise(MADV_DONTNEED) failed: " + std::strerror(errno));
-  }
-  return Status::Ok();
+Status File::CopyToHugePages() const {
+  if (!mapping_) return Unimplemented("gguf: " + path_ + ": an in-memory file has no mapping to copy");
+  return mapping_->CopyToHugePages();
 }
+
+Status File::ReleaseResidentPages() const { return mapping_ ? mapping_->Release() : Status::Ok(); }
+
+Status File::RestoreAfterRelease() const { return mapping_ ? mapping_->RestoreCopy() : Status::Ok(); }
 
 const Value* File::Find(std::string_view key) const {
   auto it = kv_index_.find(key);

@@ -1,5 +1,6 @@
 // GGUF reader: parses and validates the header, metadata and tensor infos, and maps tensor data read-only
-// (never copied). Facts: ../shared/FORMATS.md section 1. Knows nothing about models.
+// (or holds a copy on huge pages at the same addresses: mapping.h). Facts: ../shared/FORMATS.md section 1.
+// Knows nothing about models.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "gguf/mapping.h"
 #include "gguf/tensor_type.h"
 
 namespace lazyslot::gguf {
@@ -97,8 +99,16 @@ class File {
   // The whole data section (for madvise on idle, resident-byte readings).
   const uint8_t* data_begin() const { return data_; }
   uint64_t data_size() const { return data_size_; }
-  // Drops the resident pages of the mapping (they page back from the page cache on next touch).
+  // Copies the file onto transparent huge pages at the same addresses (Mapping::CopyToHugePages); an error
+  // leaves the file mapping, which serves the same bytes. Not for OpenBuffer files (Unimplemented).
+  Status CopyToHugePages() const;
+  // True while the bytes lie on the huge-page copy.
+  bool on_huge_pages() const { return mapping_ && mapping_->huge_pages(); }
+  // Drops the resident pages (they page back from the page cache on next touch; a huge-page copy gives its
+  // memory back and the file mapping serves until RestoreAfterRelease).
   Status ReleaseResidentPages() const;
+  // After ReleaseResidentPages: copies the file onto huge pages again if it was there before.
+  Status RestoreAfterRelease() const;
 
  private:
   File() = default;
@@ -108,8 +118,7 @@ class File {
   uint64_t file_size_ = 0;
   std::vector<KeyValue> kvs_;
   std::vector<TensorInfo> tensors_;
-  void* map_ = nullptr;  // mmap'ed file (Open), else nullptr
-  uint64_t map_size_ = 0;
+  std::unique_ptr<Mapping> mapping_;  // the mapped file (Open), else nullptr
   uint8_t* owned_ = nullptr;  // aligned copy of the bytes (OpenBuffer), else nullptr
   const uint8_t* data_ = nullptr;
   uint64_t data_size_ = 0;

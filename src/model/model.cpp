@@ -1,10 +1,12 @@
 // Model loading: hyper-parameters (FORMATS.md section 3) and weight binding with shape checks.
 #include "model/model.h"
 
+#include <chrono>
 #include <string>
 #include <vector>
 
 #include "core/log.h"
+#include "core/vm.h"
 #include "ops/attention.h"
 #include "ops/thread_pool.h"
 #include "quant/quant.h"
@@ -104,9 +106,10 @@ bool ParsePooling(const std::string& s, PoolingType* out) {
   return false;
 }
 
-Result<std::unique_ptr<Model>> Model::Load(const std::string& path, int threads) {
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOptions& options) {
   std::unique_ptr<Model> m(new Model());
   LS_ASSIGN_OR_RETURN(m->file_, gguf::File::Open(path));
+  if (options.huge_pages) m->CopyWeightsToHugePages();
   LS_RETURN_IF_ERROR(m->ReadHParams());
   LS_RETURN_IF_ERROR(m->arch_->encoder ? m->BindEncoderWeights() : m->BindWeights());
   LS_RETURN_IF_ERROR(m->BindClassifier());
@@ -123,9 +126,23 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, int threads)
     for (const WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*w);
   }
   const std::string kernels =
-      quant::SelectKernels(shapes, threads > 0 ? threads : ThreadPool::DefaultThreads());
+      quant::SelectKernels(shapes, options.threads > 0 ? options.threads : ThreadPool::DefaultThreads());
   LS_LOG_INFO("%s; %s", kernels.c_str(), AttentionKernelChoice().c_str());
   return m;
+}
+
+void Model::CopyWeightsToHugePages() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status st = file_->CopyToHugePages();
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double mib = static_cast<double>(file_->file_size()) / (1 << 20);
+  if (!st.ok()) {
+    LS_LOG_WARN("weights: %.1f MiB stay a file mapping on 4 KiB pages (%s)", mib, st.message().c_str());
+    return;
+  }
+  Result<uint64_t> huge = vm::MappingFieldBytes(file_->data_begin(), "AnonHugePages");
+  LS_LOG_INFO("weights: %.1f MiB copied onto transparent huge pages in %.0f ms (%.1f MiB on 2 MiB pages)", mib,
+              ms, huge.ok() ? static_cast<double>(*huge) / (1 << 20) : 0.0);
 }
 
 Status Model::ReadHParams() {

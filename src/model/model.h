@@ -66,12 +66,20 @@ struct ClassifierWeights {
   bool present() const { return out.data != nullptr; }
 };
 
+struct LoadOptions {
+  // The threads its forwards will run on (0: ThreadPool::DefaultThreads()), which the kernel selection
+  // times the generation dot with.
+  int threads = 0;
+  // Copy the weights onto 2 MiB transparent huge pages (gguf::File::CopyToHugePages; docs/decisions/0010).
+  // false (--mmap): they stay a mapping of the file, whose pages other processes mapping it share.
+  bool huge_pages = true;
+};
+
 class Model {
  public:
-  // Opens and validates the GGUF, reads hyper-parameters, binds every tensor with its expected shape.
-  // `threads`: the threads its forwards will run on (0: ThreadPool::DefaultThreads()), which the kernel
-  // selection times the generation dot with.
-  static Result<std::unique_ptr<Model>> Load(const std::string& path, int threads = 0);
+  // Opens and validates the GGUF, reads hyper-parameters, binds every tensor with its expected shape, and
+  // chooses the kernels of its weight formats by measurement.
+  static Result<std::unique_ptr<Model>> Load(const std::string& path, const LoadOptions& options = {});
 
   const HParams& hparams() const { return hp_; }
   const ArchSpec& arch() const { return *arch_; }
@@ -95,6 +103,8 @@ class Model {
 
  private:
   Model() = default;
+  // Logs the outcome: a failure leaves the file mapping, which serves the same bytes more slowly.
+  void CopyWeightsToHugePages();
   Status ReadHParams();
   Status BindWeights();
   Status BindEncoderWeights();  // bert

@@ -1,0 +1,55 @@
+// How a GGUF file's bytes sit in memory: a read-only private mapping of the file at a 2 MiB-aligned address,
+// which can be replaced, at the very same addresses, by a private copy on transparent huge pages. Pointers
+// into the bytes stay valid whichever backing holds them, and every backing holds the same bytes, so a
+// reader never sees a change (docs/decisions/0010-weights-on-huge-pages.md).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/status.h"
+
+namespace lazyslot::gguf {
+
+class Mapping {
+ public:
+  // Maps `size` bytes of the open file `fd` (the Mapping owns it from here on, on failure too). `path` names
+  // it in errors.
+  static Result<std::unique_ptr<Mapping>> Map(int fd, uint64_t size, const std::string& path);
+  ~Mapping();
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+
+  const uint8_t* data() const { return base_; }
+
+  // Copies the file into anonymous memory advised for 2 MiB pages and moves the copy over the mapping. A
+  // decode step streams every weight once: with 4 KiB pages each page is a TLB miss (a two-level page walk
+  // under a hypervisor), which a huge page turns into one miss per 2 MiB. An error (huge pages off, no
+  // memory) leaves the file mapping in place.
+  Status CopyToHugePages();
+  // Drops the resident pages: a file mapping's pages page back from the page cache on the next touch; a copy
+  // is replaced by the file mapping again (its memory goes back to the kernel) until RestoreCopy.
+  Status Release();
+  // After Release: the huge-page copy again, if there was one; otherwise nothing to do.
+  Status RestoreCopy();
+  // True while the bytes lie in the huge-page copy.
+  bool huge_pages() const;
+
+ private:
+  Mapping() = default;
+  Status CopyLocked();
+  Status RemapFileLocked();
+
+  mutable std::mutex mu_;
+  int fd_ = -1;
+  std::string path_;
+  uint64_t size_ = 0;      // the file's bytes
+  uint8_t* base_ = nullptr;  // 2 MiB-aligned start of the region
+  uint64_t region_ = 0;    // size_ rounded up to 2 MiB: the whole region [base_, base_ + region_)
+  bool copied_ = false;    // the region holds the huge-page copy now
+  bool wanted_ = false;    // CopyToHugePages succeeded once: RestoreCopy brings the copy back
+};
+
+}  // namespace lazyslot::gguf

@@ -1,0 +1,130 @@
+// gguf::Mapping through File: the huge-page copy holds the file's bytes at the very addresses the mapping
+// had, gives its memory back on release (the file mapping serves meanwhile) and comes back on restore, and a
+// reader running through all of it never sees other bytes.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+
+#include "core/vm.h"
+#include "gguf/gguf.h"
+#include "test_util.h"
+
+namespace lazyslot::gguf {
+namespace {
+
+// 16 MiB: several 2 MiB pages, and a tail past the last whole one.
+constexpr const char* kModel = "models/qwen3-vocab-tiny-q8_0.gguf";
+
+std::string Bytes(const File& f) {
+  return std::string(reinterpret_cast<const char*>(f.data_begin()), f.data_size());
+}
+
+uint64_t MappingBytes(const File& f, const char* field) {
+  Result<uint64_t> b = vm::MappingFieldBytes(f.data_begin(), field);
+  EXPECT_TRUE(b.ok()) << b.status().message();
+  return b.ok() ? *b : 0;
+}
+
+TEST(GgufMapping, CopyOntoHugePagesKeepsAddressesAndBytes) {
+  REQUIRE_SHARED_FILE(kModel);
+  auto r = File::Open(testing::SharedPath(kModel));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const File& f = **r;
+  EXPECT_FALSE(f.on_huge_pages());
+  const std::string before = Bytes(f);
+  const uint8_t* at = f.data_begin();
+  const Status st = f.CopyToHugePages();
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(f.on_huge_pages());
+  EXPECT_EQ(f.data_begin(), at);
+  EXPECT_TRUE(Bytes(f) == before);
+  // The kernel may always fall back to small pages, but on a machine with free memory it does not.
+  EXPECT_GE(MappingBytes(f, "AnonHugePages"), uint64_t{2} << 20);
+  EXPECT_TRUE(f.CopyToHugePages().ok()) << "a second copy is a no-op";
+}
+
+TEST(GgufMapping, ReleaseGivesTheCopyBackAndRestoreBringsItAgain) {
+  REQUIRE_SHARED_FILE(kModel);
+  auto r = File::Open(testing::SharedPath(kModel));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const File& f = **r;
+  const std::string before = Bytes(f);
+  ASSERT_TRUE(f.CopyToHugePages().ok());
+  EXPECT_GE(MappingBytes(f, "Rss"), f.data_size());
+
+  ASSERT_TRUE(f.ReleaseResidentPages().ok());
+  EXPECT_FALSE(f.on_huge_pages());
+  EXPECT_EQ(MappingBytes(f, "Rss"), 0u) << "the copy's memory went back; nothing is paged in yet";
+  EXPECT_TRUE(Bytes(f) == before) << "the file mapping serves the same bytes";
+
+  ASSERT_TRUE(f.RestoreAfterRelease().ok());
+  EXPECT_TRUE(f.on_huge_pages());
+  EXPECT_TRUE(Bytes(f) == before);
+  EXPECT_GE(MappingBytes(f, "AnonHugePages"), uint64_t{2} << 20);
+}
+
+TEST(GgufMapping, AFileMappingReleasesAndNeedsNoRestore) {
+  REQUIRE_SHARED_FILE(kModel);
+  auto r = File::Open(testing::SharedPath(kModel));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const File& f = **r;
+  const std::string before = Bytes(f);
+  EXPECT_GE(MappingBytes(f, "Rss"), f.data_size());
+  ASSERT_TRUE(f.ReleaseResidentPages().ok());
+  EXPECT_EQ(MappingBytes(f, "Rss"), 0u);
+  ASSERT_TRUE(f.RestoreAfterRelease().ok());
+  EXPECT_FALSE(f.on_huge_pages()) << "restore copies only a file that was copied before";
+  EXPECT_TRUE(Bytes(f) == before);
+}
+
+TEST(GgufMapping, AReaderSeesTheSameBytesThroughReleaseAndRestore) {
+  REQUIRE_SHARED_FILE(kModel);
+  auto r = File::Open(testing::SharedPath(kModel));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const File& f = **r;
+  auto sum = [&f] {
+    uint64_t s = 0;
+    for (uint64_t i = 0; i < f.data_size(); ++i) s = s * 31 + f.data_begin()[i];
+    return s;
+  };
+  const uint64_t want = sum();
+  ASSERT_TRUE(f.CopyToHugePages().ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> reads{0}, wrong{0};
+  std::thread reader([&] {
+    while (!stop.load()) {
+      if (sum() != want) wrong.fetch_add(1);
+      reads.fetch_add(1);
+    }
+  });
+  // At least 6 round trips, and on until the reader has made 6 passes through them.
+  for (int i = 0; i < 6 || (reads.load() < 6 && i < 10000); ++i) {
+    ASSERT_TRUE(f.ReleaseResidentPages().ok());
+    ASSERT_TRUE(f.RestoreAfterRelease().ok());
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(wrong.load(), 0) << "of " << reads.load() << " passes";
+  EXPECT_TRUE(f.on_huge_pages());
+}
+
+TEST(GgufMapping, AnInMemoryFileHasNothingToCopy) {
+  REQUIRE_SHARED_FILE("models/stories260K.gguf");
+  std::ifstream in(testing::SharedPath("models/stories260K.gguf"), std::ios::binary);
+  const std::string whole((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto b = File::OpenBuffer(whole, "in-memory");
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  const Status st = (*b)->CopyToHugePages();
+  EXPECT_EQ(st.code(), Code::kUnimplemented) << st.message();
+  EXPECT_FALSE((*b)->on_huge_pages());
+  EXPECT_TRUE((*b)->ReleaseResidentPages().ok());
+  EXPECT_TRUE((*b)->RestoreAfterRelease().ok());
+}
+
+}  // namespace
+}  // namespace lazyslot::gguf
