@@ -47,6 +47,9 @@ constexpr size_t kStreamBytes = 1 << 20;  // gemv weight bytes per timing thread
 constexpr int kTileActs = 4;           // activation rows of a timed tile call
 constexpr int kPackedCalls = 16;       // timed packed tile calls of kCheckActs rows after one pack
 constexpr int kMinRounds = 3;          // timed passes per variant and row length, at least
+// The same for the gemv, whose passes from memory spread more: with 3, a Zen 4 VM chose a gemv that decodes
+// ~20% slower in 5 of 15 selections; with 8, in none of 10 (docs/bench.md, session 16; ~8 ms more).
+constexpr int kMinGemvRounds = 8;
 constexpr int kMaxRounds = 1000;
 constexpr int64_t kMaxRowLength = int64_t{1} << 20;  // longer rows are not selected (their buffers get big)
 // A variant must beat one of a higher set by this fraction to win: the float formats' variants round
@@ -378,7 +381,8 @@ void TimeVariants(Family fam, std::vector<Variant*>& live, VecDotFn dot, const s
   std::vector<float> out(out_floats);
   const Clock::time_point t0 = Clock::now();
   const double budget = opt.budget_ms * 1e-3 * static_cast<double>(live.size());
-  for (int round = 0; round < kMinRounds || (round < kMaxRounds && SecondsSince(t0) < budget); ++round) {
+  const int min_rounds = fam == Family::kGemv ? kMinGemvRounds : kMinRounds;
+  for (int round = 0; round < min_rounds || (round < kMaxRounds && SecondsSince(t0) < budget); ++round) {
     for (size_t k = 0; k < data.size(); ++k) {
       for (size_t j = 0; j < live.size(); ++j) {
         double& b = best[j * data.size() + k];
