@@ -203,7 +203,8 @@ Status RunBench(const BenchOptions& o) {
   KvConfig kc;
   kc.n_layer = hp.n_layer;
   kc.n_slot = 1;
-  kc.n_ctx_slot = max_depth + max_test + 1;
+  const int warm_prompt = std::clamp(max_test, 1, 32);  // -p 0 -n 0: a warm-up and the bandwidth pass only
+  kc.n_ctx_slot = max_depth + std::max(max_test, warm_prompt + 2) + 1;
   kc.n_embd_k = kc.n_embd_v = hp.n_embd_kv();
   LS_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::Create(kc));
   ThreadPool pool(o.threads);
@@ -218,7 +219,7 @@ Status RunBench(const BenchOptions& o) {
 
   // Warm-up: maps the weights in and grows the scratch buffers, so the first repetition is not an outlier.
   progress.Show("warm-up");
-  LS_RETURN_IF_ERROR(bench.Prompt(0, std::min(max_test, 32)).status());
+  LS_RETURN_IF_ERROR(bench.Prompt(0, warm_prompt).status());
   LS_RETURN_IF_ERROR(bench.Generate(0, 2).status());
 
   progress.Clear();
