@@ -57,10 +57,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
   std::unique_ptr<Engine> e(new Engine());
   e->config_ = config;
   LS_ASSIGN_OR_RETURN(
-      e->model_,
-      Model::Load(config.model_path,
-                  {.threads = config.compute ? config.compute->pool.n_threads() : config.n_threads,
-                   .huge_pages = !config.mmap}));
+      e->model_, Model::Load(config.model_path,
+                             {.threads = config.compute ? config.compute->pool.n_threads() : config.n_threads,
+                              .huge_pages = !config.mmap}));
   LS_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromGguf(e->model_->file()));
   const HParams& hp = e->model_->hparams();
   const bool encoder = e->model_->arch().encoder;

@@ -64,7 +64,8 @@ Result<BudgetCharge> Engine::EstimateCharge(const EngineConfig& config) {
   const int n_threads = config.compute         ? config.compute->pool.n_threads()
                         : config.n_threads > 0 ? config.n_threads
                                                : ThreadPool::DefaultThreads();
-  LS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(config.model_path, {.threads = n_threads, .huge_pages = false}));
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                      Model::Load(config.model_path, {.threads = n_threads, .huge_pages = false}));
   const bool encoder = model->arch().encoder;
   const int n_slots = encoder ? std::max(config.n_parallel, kEncoderSlots) : config.n_parallel;
   int32_t n_ctx_slot = config.n_ctx / std::max(config.n_parallel, 1);

@@ -119,7 +119,7 @@ class File {
   std::vector<KeyValue> kvs_;
   std::vector<TensorInfo> tensors_;
   std::unique_ptr<Mapping> mapping_;  // the mapped file (Open), else nullptr
-  uint8_t* owned_ = nullptr;  // aligned copy of the bytes (OpenBuffer), else nullptr
+  uint8_t* owned_ = nullptr;          // aligned copy of the bytes (OpenBuffer), else nullptr
   const uint8_t* data_ = nullptr;
   uint64_t data_size_ = 0;
   std::map<std::string, size_t, std::less<>> kv_index_;      // key -> index in kvs_

@@ -106,7 +106,9 @@ Status Mapping::CopyLocked() {
   }
   // Read-only like the file mapping; then the copy takes the mapping's place, page tables and all.
   if (::mprotect(*copy, region_, PROT_READ) != 0) return fail("mprotect");
-  if (::mremap(*copy, region_, region_, MREMAP_MAYMOVE | MREMAP_FIXED, base_) == MAP_FAILED) return fail("mremap");
+  if (::mremap(*copy, region_, region_, MREMAP_MAYMOVE | MREMAP_FIXED, base_) == MAP_FAILED) {
+    return fail("mremap");
+  }
   copied_ = true;
   return Status::Ok();
 }
@@ -115,8 +117,9 @@ Status Mapping::RemapFileLocked() {
   // The file over the copy's pages (which go back to the kernel), then the tail past it reserved again.
   const uint64_t mapped = AlignUp(size_, static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)));
   if (::mmap(base_, size_, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd_, 0) == MAP_FAILED ||
-      (mapped < region_ && ::mmap(base_ + mapped, region_ - mapped, PROT_NONE,
-                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)) {
+      (mapped < region_ &&
+       ::mmap(base_ + mapped, region_ - mapped, PROT_NONE,
+              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)) {
     const int err = errno;
     return IoError("gguf: " + path_ + ": " + Errno("mmap", err));
   }

@@ -45,11 +45,11 @@ class Mapping {
   mutable std::mutex mu_;
   int fd_ = -1;
   std::string path_;
-  uint64_t size_ = 0;      // the file's bytes
+  uint64_t size_ = 0;        // the file's bytes
   uint8_t* base_ = nullptr;  // 2 MiB-aligned start of the region
-  uint64_t region_ = 0;    // size_ rounded up to 2 MiB: the whole region [base_, base_ + region_)
-  bool copied_ = false;    // the region holds the huge-page copy now
-  bool wanted_ = false;    // CopyToHugePages succeeded once: RestoreCopy brings the copy back
+  uint64_t region_ = 0;      // size_ rounded up to 2 MiB: the whole region [base_, base_ + region_)
+  bool copied_ = false;      // the region holds the huge-page copy now
+  bool wanted_ = false;      // CopyToHugePages succeeded once: RestoreCopy brings the copy back
 };
 
 }  // namespace lazyslot::gguf

@@ -1,5 +1,5 @@
-// Streaming-read bandwidth: an anonymous mapping (on huge pages where possible) filled once, then read by every
-// pool thread in parallel.
+// Streaming-read bandwidth: an anonymous mapping (on huge pages where possible) filled once, then read by
+// every pool thread in parallel.
 #include "ops/bandwidth.h"
 
 #include <immintrin.h>

@@ -47,8 +47,8 @@ constexpr size_t kStreamBytes = 1 << 20;  // gemv weight bytes per timing thread
 constexpr int kTileActs = 4;           // activation rows of a timed tile call
 constexpr int kPackedCalls = 16;       // timed packed tile calls of kCheckActs rows after one pack
 constexpr int kMinRounds = 3;          // timed passes per variant and row length, at least
-// The same for the gemv, whose passes from memory spread more: with 3, a Zen 4 VM chose a gemv that decodes
-// ~20% slower in 5 of 15 selections; with 8, in none of 10 (docs/bench.md, session 16; ~8 ms more).
+// The same for the gemv, whose passes from memory spread more: with 3, a Zen 4 VM chose a Q4_K gemv that
+// decodes ~20% slower in 6 of 16 selections; with 8, in 1 of 20 (docs/bench.md, session 16; ~8 ms more).
 constexpr int kMinGemvRounds = 8;
 constexpr int kMaxRounds = 1000;
 constexpr int64_t kMaxRowLength = int64_t{1} << 20;  // longer rows are not selected (their buffers get big)
