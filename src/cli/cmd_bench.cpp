@@ -190,7 +190,8 @@ Status RunBench(const BenchOptions& o) {
   }
   Progress progress;
   progress.Show("loading " + o.model);
-  LS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(o.model, {.threads = o.threads, .huge_pages = !o.mmap}));
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                      Model::Load(o.model, {.threads = o.threads, .huge_pages = !o.mmap}));
   if (model->arch().encoder) {
     return Unimplemented(o.model + " is an encoder (" + model->hparams().arch +
                          "), which this command cannot run: serve it with --embeddings or --rerank "
