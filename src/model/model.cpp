@@ -109,10 +109,11 @@ bool ParsePooling(const std::string& s, PoolingType* out) {
 Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOptions& options) {
   std::unique_ptr<Model> m(new Model());
   LS_ASSIGN_OR_RETURN(m->file_, gguf::File::Open(path));
-  if (options.huge_pages) m->CopyWeightsToHugePages();
   LS_RETURN_IF_ERROR(m->ReadHParams());
   LS_RETURN_IF_ERROR(m->arch_->encoder ? m->BindEncoderWeights() : m->BindWeights());
   LS_RETURN_IF_ERROR(m->BindClassifier());
+  // Only a usable model is copied; the copy keeps every address, so the bound views stay valid.
+  if (options.huge_pages) m->CopyWeightsToHugePages();
   // Kernels by measurement on this model's matrices (the logits' and every layer's); the first model of a
   // weight format chooses its kernels for the process (quant/select.cpp, < 100 ms), later ones reuse them.
   std::vector<quant::MatrixShape> shapes;

@@ -7,15 +7,18 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "core/status.h"
+#include "quant/gemv_confirm.h"
 #include "quant/kernels.h"
 #include "quant/quant.h"
 
 namespace lazyslot {
 namespace {
 
+using Clock = std::chrono::steady_clock;
 constexpr int kMaxTargets = 4;
 constexpr int64_t kTileRows =
     8;  // activation rows per kernel call (the K-quant tiles decode a block once for 8)
@@ -114,6 +117,27 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
   const quant::KernelSet& ks = quant::ActiveKernels();
   const int64_t n_in = targets[0].w->n_in;
 
+  // One activation row (generation) takes the gemv as decode confirms it (quant/gemv_confirm.h): the start-up
+  // choice, or, while the confirmation takes samples, the candidate whose turn it is for these matrices (all
+  // candidates give the same bits). A product is a sample when its targets share one format; it is timed
+  // whole and keyed by its first matrix.
+  quant::GemvPick picks[kMaxTargets];
+  const void* sample_key = nullptr;
+  Clock::time_point t0;
+  if (m == 1) {
+    bool same = true;
+    for (int j = 1; j < n_targets; ++j) same = same && targets[j].w->type == targets[0].w->type;
+    for (int j = 0; j < n_targets; ++j) {
+      picks[j] = same && j > 0 ? picks[0]
+                               : quant::PickGemv(quant::FormatIndex(targets[j].w->type),
+                                                 same ? targets[0].w->row(0) : nullptr);
+    }
+    if (picks[0].candidate >= 0) {
+      sample_key = targets[0].w->row(0);
+      t0 = Clock::now();
+    }
+  }
+
   // Distinct activation encodings (q, k and v usually share one), laid out one after the other.
   TensorType act_types[kMaxTargets];
   size_t act_offset[kMaxTargets];
@@ -159,6 +183,7 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
     // a null gemv is the generic loop over vec_dot, as a null tile is.
     p.tile = m == 1 ? ks.gemv[f] : ks.vec_dot_tile[f];
     p.dot = ks.vec_dot[f];
+    if (picks[j].dot) p.tile = picks[j].tile, p.dot = picks[j].dot;
     if (m >= kPackMinRows && ks.packed[f].pack != nullptr) p.packed = &ks.packed[f];
     p.act = enc + act_offset[act_of[j]];
     p.act_row_bytes = RowBytes(act_types[act_of[j]], n_in);
@@ -216,6 +241,12 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
     run(0, n_chunks);
   } else {
     pool.ParallelForDynamic(n_chunks, 1, run);
+  }
+  if (sample_key) {
+    double bytes = 0;
+    for (int j = 0; j < n_targets; ++j) bytes += static_cast<double>(plans[j].w->row_bytes * plans[j].w->n_out);
+    quant::ReportGemv(quant::FormatIndex(targets[0].w->type), sample_key, picks[0].candidate,
+                      std::chrono::duration<double>(Clock::now() - t0).count(), bytes);
   }
 }
 

@@ -85,8 +85,9 @@ std::vector<KernelSet> AvailableKernels();
 // an unknown value logs a warning and is ignored); `isa` and `name` stay that level's. SelectKernels
 // (quant.h, select.cpp) then overwrites vec_dot, gemv, vec_dot_tile and packed of each format it selects,
 // once per process and format, at the format's first SelectKernels call (a model's load, before it runs): a
-// format already chosen is never changed again, so a running model never sees its kernels change. quantize
-// and dequantize are never changed. Entries are plain pointers: a format must not be used by a kernel call
+// format already chosen is never changed again, so a running model never sees its kernels change (MatMul's
+// single-row products may still take another gemv with the same bits while decode confirms the choice,
+// gemv_confirm.h). quantize and dequantize are never changed. Entries are plain pointers: a format must not be used by a kernel call
 // while its first SelectKernels call runs (loading a model happens before that model computes).
 const KernelSet& ActiveKernels();
 // The same object, for select.cpp only (under its mutex).

@@ -59,11 +59,14 @@ struct MatrixShape {
 // kernels. LAZYSLOT_ISA=scalar|avx2|avx512 forces a level instead (still checked, no timing). Returns one
 // line naming the choices of every format of `shapes`, with their figures and the selection's time, for the
 // log. Shapes of unsupported types or with rows that do not fit the type's blocks are ignored. Thread-safe.
+// The gemv variants that timed within 20% of the winner and give its bits start a confirmation that the first
+// decode steps settle (gemv_confirm.h).
 // `threads`: the threads the model's generation runs with; the gemv is timed with that many (at most the
 // hardware's threads and kMaxSelectThreads) streaming their shares of a matrix at once.
 constexpr int kMaxSelectThreads = 8;
 std::string SelectKernels(const std::vector<MatrixShape>& shapes, int threads = 1);
-// The same kind of line for every format selected so far in this process (for `lazyslot bench`).
+// The same kind of line for every format selected so far in this process, with the settled decode
+// confirmations (for `lazyslot bench`).
 std::string KernelChoices();
 
 // Scalar reference versions (never vectorized by hand); every fast kernel is tested against these.

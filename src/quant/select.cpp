@@ -8,7 +8,9 @@
 // generation runs with, each streaming its own share of the rows at once, since the winner on one thread can
 // lose when every core competes for memory (docs/decisions/0009). Integer formats' variants give the same
 // bits in every SIMD set, so the families may come from different sets; the tile and packed variants must
-// equal the chosen gemv bit for bit (batch invariance).
+// equal the chosen gemv bit for bit (batch invariance). The gemv variants that timed close to the winner and
+// give its bits exactly are handed to decode, which confirms the choice on the model's own matrices
+// (gemv_confirm.h, docs/decisions/0011).
 #include "quant/select.h"
 
 #include <algorithm>
@@ -463,9 +465,38 @@ std::string Describe(Family fam, const std::vector<Variant>& vs, int chosen, boo
   return s;
 }
 
-// Selects the three families of format f on `data` (its row lengths) and installs them into *active.
+// The passing gemv variants other than gemvs[g] that decode should try too (FormatChoice::confirm): timed at
+// kConfirmShare of the chosen figure or better, and giving the chosen dot's bits on every check row (d.want),
+// fastest first, after the chosen one.
+std::vector<GemvCandidate> ConfirmCandidates(const std::vector<Variant>& gemvs, int g,
+                                             const std::vector<RowData>& data) {
+  std::vector<const Variant*> others;
+  for (size_t j = 0; j < gemvs.size(); ++j) {
+    const Variant& v = gemvs[j];
+    if (static_cast<int>(j) == g || !v.failure.empty() || v.figure < kConfirmShare * gemvs[g].figure) continue;
+    bool same = true;
+    for (const RowData& d : data) {
+      for (int i = 0; i < kCheckActs && same; ++i) {
+        for (int r = 0; r < kCheckRows && same; ++r) {
+          same = SameBits(v.dot(d.w.data() + r * d.wb, d.x.data() + i * d.xb, d.n), d.want[i * kCheckRows + r]);
+        }
+      }
+    }
+    if (same) others.push_back(&v);
+  }
+  if (others.empty()) return {};
+  std::sort(others.begin(), others.end(), [](const Variant* a, const Variant* b) { return a->figure > b->figure; });
+  if (others.size() > kMaxGemvCandidates - 1) others.resize(kMaxGemvCandidates - 1);
+  std::vector<GemvCandidate> out;
+  for (const Variant* v : others) out.push_back({v->name, v->dot, v->tile, v->figure});
+  out.insert(out.begin(), GemvCandidate{gemvs[g].name, gemvs[g].dot, gemvs[g].tile, gemvs[g].figure});
+  return out;
+}
+
+// Selects the three families of format f on `data` (its row lengths) and installs them into *active;
+// *confirm gets the gemv variants decode confirms the choice among.
 std::string SelectFormat(int f, const std::vector<const KernelSet*>& simd, std::vector<RowData>& data,
-                         const SelectOptions& opt, KernelSet* active) {
+                         const SelectOptions& opt, KernelSet* active, std::vector<GemvCandidate>* confirm) {
   const std::string type = TypeName(FormatType(f));
   const KernelSet& scalar = ScalarKernels();
   std::vector<Variant> gemvs = Collect(Family::kGemv, f, simd);
@@ -490,6 +521,7 @@ std::string SelectFormat(int f, const std::vector<const KernelSet*>& simd, std::
     }
   }
   const bool timed = !opt.forced;
+  if (timed) *confirm = ConfirmCandidates(gemvs, g, data);
   std::string s = type + " " + Describe(Family::kGemv, gemvs, g, timed, opt.gemv_threads);
 
   std::vector<Variant> tiles = Collect(Family::kTile, f, simd);
@@ -546,7 +578,10 @@ std::vector<FormatChoice> SelectFrom(const std::vector<KernelSet>& sets,
         data.push_back(MakeRows(f, n, weight, std::max(1, opt.gemv_threads)));
       }
     }
-    out.push_back({f, SelectFormat(f, simd, data, opt, active)});
+    FormatChoice c;
+    c.format = f;
+    c.summary = SelectFormat(f, simd, data, opt, active, &c.confirm);
+    out.push_back(std::move(c));
     chosen[f] = true;
   }
   return out;
@@ -606,7 +641,10 @@ std::string SelectKernels(const std::vector<MatrixShape>& shapes, int threads) {
   st.mode =
       opt.forced ? "LAZYSLOT_ISA=" + std::string(env) + " forces the " + IsaName(opt.level) + " set" : "";
   const std::vector<FormatChoice> choices = SelectFrom(sets, shapes, opt, &MutableActiveKernels(), st.chosen);
-  for (const FormatChoice& c : choices) st.summary[c.format] = c.summary;
+  for (const FormatChoice& c : choices) {
+    st.summary[c.format] = c.summary;
+    BeginGemvConfirmation(c.format, c.confirm);
+  }
   const double ms = SecondsSince(t0) * 1e3;
   st.ms += ms;
   bool formats[kFormatCount] = {};
@@ -626,7 +664,12 @@ std::string KernelChoices() {
   if (!any) return std::string("kernels: none selected yet, the ") + ActiveKernels().name + " set serves";
   bool all[kFormatCount];
   std::fill(all, all + kFormatCount, true);
-  return Line(Head(st, st.ms), st, all);
+  std::string s = Line(Head(st, st.ms), st, all);
+  for (int f = 0; f < kFormatCount; ++f) {
+    const std::string confirmed = st.chosen[f] ? GemvConfirmationSummary(f) : "";
+    if (!confirmed.empty()) s += "; " + confirmed;
+  }
+  return s;
 }
 
 }  // namespace lazyslot::quant

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "quant/gemv_confirm.h"
 #include "quant/kernels.h"
 #include "quant/quant.h"
 
@@ -26,7 +27,14 @@ struct SelectOptions {
 struct FormatChoice {
   int format = -1;
   std::string summary;
+  // The gemv variants decode confirms the choice among (gemv_confirm.h): the chosen one first, then those
+  // whose timing came within kConfirmShare of it and whose dots give its bits exactly, fastest first. Empty
+  // when forced or when no other variant qualifies.
+  std::vector<GemvCandidate> confirm;
 };
+
+// A gemv variant whose start-up figure is at least this share of the chosen one's is confirmed in decode.
+inline constexpr double kConfirmShare = 0.8;
 
 // Selects each format of `shapes` that chosen[f] is false for, among the SIMD sets of `sets` (isa >= avx2, in
 // rising order as AvailableKernels gives them; a variant is named by the first set that has it), writes the

@@ -8,6 +8,8 @@
 #include <random>
 #include <vector>
 
+#include "quant/gemv_confirm.h"
+#include "quant/kernels.h"
 #include "quant/quant.h"
 
 namespace lazyslot {
@@ -131,6 +133,44 @@ TEST(MatMul, MultiMatchesSeparateCallsWithMixedTypes) {
     EXPECT_EQ(yb, Naive(b.view, x, m, 17));
     EXPECT_EQ(yc, Naive(c.view, x, m, 9));
   }
+}
+
+// While decode confirms the gemv choice (quant/gemv_confirm.h), single-row products take the candidates in
+// turn, each matrix on its own count; every result stays the definition's bits, and the confirmation settles
+// after its warm-up and kVisits visits per candidate. Candidates: the best set's gemv and the plain loop over
+// its dot, which give the same bits.
+TEST(MatMul, GenerationConfirmsTheGemvWithoutChangingABit) {
+  const std::vector<quant::KernelSet> sets = quant::AvailableKernels();
+  const quant::KernelSet& best = sets.back();
+  const int f = quant::FormatIndex(TensorType::kQ4_K);
+  quant::BeginGemvConfirmation(f, {{"set", best.vec_dot[f], best.gemv[f], 30.0},
+                                   {"set 1-row", best.vec_dot[f], nullptr, 29.0}});
+  std::mt19937 rng(11);
+  const Matrix a = RandomMatrix(TensorType::kQ4_K, 512, 300, rng);
+  const Matrix b = RandomMatrix(TensorType::kQ4_K, 512, 40, rng);
+  const Matrix c = RandomMatrix(TensorType::kQ4_K, 512, 130, rng);
+  ThreadPool pool(2);
+  MatMulScratch scratch;
+  int steps = 0;
+  while (quant::GemvConfirmationPending() && steps < 20) {
+    const std::vector<float> x = RandomActivations(1, 512, rng);
+    std::vector<float> ya(300), yb(40), yc(130);
+    MatMul(pool, a.view, x.data(), 1, ya.data(), 300, scratch);
+    const MatMulTarget t[2] = {{&b.view, yb.data(), 40}, {&c.view, yc.data(), 130}};
+    MatMulMulti(pool, t, 2, x.data(), 1, scratch);
+    EXPECT_EQ(ya, Naive(a.view, x, 1, 300)) << "step " << steps;
+    EXPECT_EQ(yb, Naive(b.view, x, 1, 40)) << "step " << steps;
+    EXPECT_EQ(yc, Naive(c.view, x, 1, 130)) << "step " << steps;
+    ++steps;
+  }
+  EXPECT_EQ(steps, 1 + 2 * quant::GemvConfirmation::kVisits);
+  const std::string summary = quant::GemvConfirmationSummary(f);
+  EXPECT_NE(summary.find("q4_K gemv in decode set"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("over 2 matrices"), std::string::npos) << summary;
+  // Settled: products take the winner and are no longer samples.
+  const quant::GemvPick p = quant::PickGemv(f, a.view.row(0));
+  EXPECT_EQ(p.dot, best.vec_dot[f]);
+  EXPECT_EQ(p.candidate, -1);
 }
 
 }  // namespace
