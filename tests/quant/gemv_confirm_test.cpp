@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace lazyslot::quant {
@@ -115,6 +116,43 @@ TEST(GemvConfirmation, OneCandidateIsSettledFromTheStart) {
   const GemvPick p = c.Pick(&key);
   EXPECT_EQ(p.dot, &DotA);
   EXPECT_EQ(p.candidate, -1);
+}
+
+// The process-wide confirmation of one format, fed by four threads at once (several models decoding): it
+// settles once, and every product after that takes the winner without being a sample.
+TEST(GemvConfirmation, ThreadsDecodingAtOnceSettleItOnce) {
+  const int f = kQ5_K;
+  EXPECT_FALSE(GemvConfirmationPending());
+  BeginGemvConfirmation(f, ThreeCandidates());
+  BeginGemvConfirmation(f, {{"other", DotC, nullptr, 1.0}, {"other 1-row", DotB, nullptr, 1.0}});  // ignored
+  EXPECT_TRUE(GemvConfirmationPending());
+  std::vector<std::thread> threads;
+  std::vector<int> keys(4 * 8);
+  std::vector<int> after_settled(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int step = 0; step < 200; ++step) {
+        for (int k = 0; k < 8; ++k) {
+          const void* key = &keys[8 * t + k];
+          const GemvPick p = PickGemv(f, key);
+          if (p.candidate < 0) {
+            after_settled[t] += p.dot == &DotC ? 1 : 0;
+            continue;
+          }
+          ReportGemv(f, key, p.candidate, p.candidate == 2 ? 1e-3 : 2e-3, 1e6);
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_FALSE(GemvConfirmationPending());
+  const std::string summary = GemvConfirmationSummary(f);
+  EXPECT_EQ(summary.rfind("q5_K gemv in decode avx2 ", 0), 0u) << summary;
+  for (int t = 0; t < 4; ++t) EXPECT_GT(after_settled[t], 0) << "thread " << t;
+  const GemvPick p = PickGemv(f, &keys[0]);
+  EXPECT_EQ(p.dot, &DotC);
+  EXPECT_EQ(p.candidate, -1);
+  EXPECT_EQ(GemvConfirmationSummary(kQ4_K), "");
 }
 
 }  // namespace
