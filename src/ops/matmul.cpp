@@ -244,7 +244,8 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
   }
   if (sample_key) {
     double bytes = 0;
-    for (int j = 0; j < n_targets; ++j) bytes += static_cast<double>(plans[j].w->row_bytes * plans[j].w->n_out);
+    for (int j = 0; j < n_targets; ++j)
+      bytes += static_cast<double>(plans[j].w->row_bytes * plans[j].w->n_out);
     quant::ReportGemv(quant::FormatIndex(targets[0].w->type), sample_key, picks[0].candidate,
                       std::chrono::duration<double>(Clock::now() - t0).count(), bytes);
   }

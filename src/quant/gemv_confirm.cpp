@@ -24,12 +24,9 @@ GemvConfirmation::GemvConfirmation(std::string type, std::vector<GemvCandidate> 
 
 GemvPick GemvConfirmation::Pick(const void* key) {
   std::lock_guard<std::mutex> lock(mu_);
-  const GemvCandidate& first = candidates_.empty() ? GemvCandidate{} : candidates_[0];
-  if (settled_) {
-    const GemvCandidate& w = candidates_.empty() ? first : candidates_[winner_];
-    return {w.dot, w.tile, -1};
-  }
-  if (key == nullptr) return {first.dot, first.tile, -1};
+  if (candidates_.empty()) return {};
+  if (settled_) return {candidates_[winner_].dot, candidates_[winner_].tile, -1};
+  if (key == nullptr) return {candidates_[0].dot, candidates_[0].tile, -1};
   auto [it, added] = matrices_.try_emplace(key);
   if (added) ++incomplete_;
   const Matrix& m = it->second;

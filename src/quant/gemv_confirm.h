@@ -27,7 +27,7 @@ struct GemvCandidate {
 
 // What one product of a single activation row runs with.
 struct GemvPick {
-  VecDotFn dot = nullptr;      // null: no confirmation for the format; the active set's gemv serves
+  VecDotFn dot = nullptr;       // null: no confirmation for the format; the active set's gemv serves
   VecDotTileFn tile = nullptr;  // null with dot set: the plain loop over dot
   int candidate = -1;           // >= 0: this product is a sample; report its time with ReportGemv
 };

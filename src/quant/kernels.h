@@ -87,8 +87,9 @@ std::vector<KernelSet> AvailableKernels();
 // once per process and format, at the format's first SelectKernels call (a model's load, before it runs): a
 // format already chosen is never changed again, so a running model never sees its kernels change (MatMul's
 // single-row products may still take another gemv with the same bits while decode confirms the choice,
-// gemv_confirm.h). quantize and dequantize are never changed. Entries are plain pointers: a format must not be used by a kernel call
-// while its first SelectKernels call runs (loading a model happens before that model computes).
+// gemv_confirm.h). quantize and dequantize are never changed. Entries are plain pointers: a format must not
+// be used by a kernel call while its first SelectKernels call runs (loading a model happens before that model
+// computes).
 const KernelSet& ActiveKernels();
 // The same object, for select.cpp only (under its mutex).
 KernelSet& MutableActiveKernels();

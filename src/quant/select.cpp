@@ -473,19 +473,22 @@ std::vector<GemvCandidate> ConfirmCandidates(const std::vector<Variant>& gemvs, 
   std::vector<const Variant*> others;
   for (size_t j = 0; j < gemvs.size(); ++j) {
     const Variant& v = gemvs[j];
-    if (static_cast<int>(j) == g || !v.failure.empty() || v.figure < kConfirmShare * gemvs[g].figure) continue;
+    if (static_cast<int>(j) == g || !v.failure.empty()) continue;
+    if (v.figure < kConfirmShare * gemvs[g].figure) continue;
     bool same = true;
     for (const RowData& d : data) {
       for (int i = 0; i < kCheckActs && same; ++i) {
         for (int r = 0; r < kCheckRows && same; ++r) {
-          same = SameBits(v.dot(d.w.data() + r * d.wb, d.x.data() + i * d.xb, d.n), d.want[i * kCheckRows + r]);
+          const float got = v.dot(d.w.data() + r * d.wb, d.x.data() + i * d.xb, d.n);
+          same = SameBits(got, d.want[i * kCheckRows + r]);
         }
       }
     }
     if (same) others.push_back(&v);
   }
   if (others.empty()) return {};
-  std::sort(others.begin(), others.end(), [](const Variant* a, const Variant* b) { return a->figure > b->figure; });
+  std::sort(others.begin(), others.end(),
+            [](const Variant* a, const Variant* b) { return a->figure > b->figure; });
   if (others.size() > kMaxGemvCandidates - 1) others.resize(kMaxGemvCandidates - 1);
   std::vector<GemvCandidate> out;
   for (const Variant* v : others) out.push_back({v->name, v->dot, v->tile, v->figure});

@@ -143,8 +143,8 @@ TEST(MatMul, GenerationConfirmsTheGemvWithoutChangingABit) {
   const std::vector<quant::KernelSet> sets = quant::AvailableKernels();
   const quant::KernelSet& best = sets.back();
   const int f = quant::FormatIndex(TensorType::kQ4_K);
-  quant::BeginGemvConfirmation(f, {{"set", best.vec_dot[f], best.gemv[f], 30.0},
-                                   {"set 1-row", best.vec_dot[f], nullptr, 29.0}});
+  quant::BeginGemvConfirmation(
+      f, {{"set", best.vec_dot[f], best.gemv[f], 30.0}, {"set 1-row", best.vec_dot[f], nullptr, 29.0}});
   std::mt19937 rng(11);
   const Matrix a = RandomMatrix(TensorType::kQ4_K, 512, 300, rng);
   const Matrix b = RandomMatrix(TensorType::kQ4_K, 512, 40, rng);

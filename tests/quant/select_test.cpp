@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "quant/check_rows.h"
 #include "quant/kernels.h"
 #include "quant/quant.h"
 #include "quant_test_util.h"
@@ -238,6 +239,48 @@ TEST(Select, OneRowGemvIsACandidate) {
     EXPECT_EQ(active.vec_dot[c.format], good.vec_dot[c.format]);
   }
   for (const MatrixShape& m : shapes) EXPECT_EQ(FamiliesDisagree(active, m.type, m.n_in), "");
+}
+
+// The gemv variants handed to decode (FormatChoice::confirm): the chosen one first, at most
+// kMaxGemvCandidates, each timed at kConfirmShare of the chosen figure or better, and each interchangeable
+// with the chosen one: with its dot and gemv installed, the tile and packed kernels still agree bit for bit.
+TEST(Select, DecodeCandidatesGiveTheChosenBits) {
+  const std::vector<KernelSet> sets = AvailableKernels();
+  KernelSet active = sets.back();
+  bool chosen[kFormatCount] = {};
+  std::vector<MatrixShape> shapes = QwenLikeShapes();
+  for (TensorType t : {TensorType::kQ8_0, TensorType::kF16}) shapes.push_back({t, 1024, 8192});
+  const std::vector<FormatChoice> choices = SelectFrom(sets, shapes, SelectOptions{}, &active, chosen);
+  int with_candidates = 0;
+  for (const FormatChoice& c : choices) {
+    const int f = c.format;
+    std::printf("%s: %zu decode candidates\n", c.summary.c_str(), c.confirm.size());
+    if (c.confirm.empty()) continue;
+    ++with_candidates;
+    ASSERT_GE(c.confirm.size(), 2u);
+    ASSERT_LE(c.confirm.size(), static_cast<size_t>(kMaxGemvCandidates));
+    EXPECT_EQ(c.confirm[0].dot, active.vec_dot[f]);
+    EXPECT_EQ(c.confirm[0].tile, active.gemv[f]);
+    EXPECT_NE(c.summary.find(" gemv " + c.confirm[0].name + " "), std::string::npos) << c.summary;
+    for (const GemvCandidate& g : c.confirm) {
+      EXPECT_GE(g.figure, kConfirmShare * c.confirm[0].figure) << g.name;
+      KernelSet k = active;
+      k.vec_dot[f] = g.dot;
+      k.gemv[f] = g.tile;
+      for (const MatrixShape& m : shapes) {
+        if (m.type != FormatType(f)) continue;
+        EXPECT_EQ(FamiliesDisagree(k, m.type, m.n_in), "") << g.name;
+      }
+    }
+  }
+  std::printf("%d of %zu formats confirm their gemv in decode\n", with_candidates, choices.size());
+  // A forced level hands nothing to decode.
+  SelectOptions forced;
+  forced.forced = true;
+  forced.level = sets.back().isa;
+  bool chosen2[kFormatCount] = {};
+  for (const FormatChoice& c : SelectFrom(sets, shapes, forced, &active, chosen2))
+    EXPECT_TRUE(c.confirm.empty());
 }
 
 TEST(Select, ForcedIsaIsHonoured) {
