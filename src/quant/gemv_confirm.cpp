@@ -50,20 +50,19 @@ bool GemvConfirmation::Report(const void* key, int candidate, double seconds, do
     m.warm = true;
     return false;
   }
-  auto complete = [&] {
-    for (size_t k = 0; k < candidates_.size(); ++k) {
-      if (m.visits[k] < kVisits) return false;
-    }
-    return true;
-  };
-  const bool was = complete();
+  const bool was = Complete(m);
   ++m.visits[candidate];
   m.seconds[candidate] += seconds;
-  if (!was && complete()) --incomplete_;
+  if (!was && Complete(m)) --incomplete_;
   ++samples_;
   if (incomplete_ > 0 && samples_ < kMaxSamples) return false;
   Settle();
   return true;
+}
+
+bool GemvConfirmation::Complete(const Matrix& m) const {
+  const int n = static_cast<int>(candidates_.size());
+  return std::all_of(m.visits, m.visits + n, [](int v) { return v >= kVisits; });
 }
 
 void GemvConfirmation::Settle() {
@@ -72,7 +71,7 @@ void GemvConfirmation::Settle() {
   double bytes = 0;
   int64_t matrices = 0;
   for (const auto& [key, m] : matrices_) {
-    if (std::any_of(m.visits, m.visits + n, [](int v) { return v < kVisits; })) continue;
+    if (!Complete(m)) continue;
     for (int k = 0; k < n; ++k) pass[k] += m.seconds[k] / m.visits[k];
     bytes += m.bytes;
     ++matrices;

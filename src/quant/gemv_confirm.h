@@ -69,7 +69,8 @@ class GemvConfirmation {
     int visits[kMaxGemvCandidates] = {};
     double seconds[kMaxGemvCandidates] = {};
   };
-  void Settle();  // under mu_
+  bool Complete(const Matrix& m) const;  // every candidate has its kVisits timed visits of m
+  void Settle();                         // under mu_
 
   mutable std::mutex mu_;
   std::string type_;
