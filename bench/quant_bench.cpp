@@ -1,10 +1,10 @@
 // Single-thread dot-product throughput of every kernel set on this CPU, in GB/s of weight bytes read:
 // a cache-resident matrix (~1M values) and a DRAM-sized one (~64M values), one activation row (generation,
 // through the gemv as MatMul calls it, and from DRAM also as the plain loop over the dot one row at a time)
-// and a 4-row tile (batched decoding). Then prompt-sized work as the
-// matmul does it, in GMAC/s: a 48-row chunk of weights against 512 activation rows, 8 at a time, through the
-// plain tile and, where the set has one, the packed kernel (packing included). Build: the `quant_bench`
-// target; run: ./quant_bench [--quick] [--n ROW_LENGTH].
+// and a 4-row tile (batched decoding); "il" rows: the same over weights kept interleaved (InterleavedKernel).
+// Then prompt-sized work as the matmul does it, in GMAC/s: a 48-row chunk of weights against 512 activation
+// rows, 8 at a time, through the plain tile and, where the set has one, the packed kernel (packing included).
+// Build: the `quant_bench` target; run: ./quant_bench [--quick] [--n ROW_LENGTH].
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,8 +33,10 @@ struct Case {
 };
 
 // Returns GB/s of weight bytes; `tile` = number of activation rows per weight row (1: the set's gemv, or with
-// `one_row` the plain loop over its vec_dot, the other generation variant the selection times).
-double Measure(const KernelSet& ks, const Case& c, int tile, double min_seconds, bool one_row = false) {
+// `one_row` the plain loop over its vec_dot, the other generation variant the selection times; with
+// `interleaved` the set's InterleavedKernel over the rows rewritten into its layout).
+double Measure(const KernelSet& ks, const Case& c, int tile, double min_seconds, bool one_row = false,
+               bool interleaved = false) {
   const int f = FormatIndex(c.type);
   const TensorType at = VecDotType(c.type);
   const size_t wbytes = RowBytes(c.type, c.n), xbytes = RowBytes(at, c.n);
@@ -54,6 +56,8 @@ double Measure(const KernelSet& ks, const Case& c, int tile, double min_seconds,
     for (float& v : row) v = dist(rng);
     QuantizeRow(at, row.data(), x.data() + i * xbytes, c.n);
   }
+  const InterleavedKernel& ik = ks.interleaved[f];
+  if (interleaved) ik.interleave(w.data(), c.rows, c.n);
   std::vector<float> out(c.rows * tile);
   volatile float sink = 0;
   // Best pass over `min_seconds`: the machine may be shared, and the fastest pass is the least disturbed.
@@ -61,7 +65,9 @@ double Measure(const KernelSet& ks, const Case& c, int tile, double min_seconds,
   const double t0 = Seconds();
   for (int64_t pass = 0; Seconds() - t0 < min_seconds || pass < 3; ++pass) {
     const double p0 = Seconds();
-    if (tile == 1 && ks.gemv[f] && !one_row) {  // one activation row: the generation path (MatMul's gemv)
+    if (interleaved) {
+      ik.tile(w.data(), wbytes, c.rows, x.data(), xbytes, tile, c.n, out.data(), c.rows);
+    } else if (tile == 1 && ks.gemv[f] && !one_row) {  // one activation row: the generation path (MatMul's gemv)
       ks.gemv[f](w.data(), wbytes, c.rows, x.data(), xbytes, 1, c.n, out.data(), c.rows);
     } else if (tile == 1) {  // a null gemv: the generic loop, as MatMul runs it
       for (int64_t r = 0; r < c.rows; ++r) out[r] = ks.vec_dot[f](w.data() + r * wbytes, x.data(), c.n);
@@ -149,6 +155,16 @@ int main(int argc, char** argv) {
       const double big1 = quick ? 0 : Measure(ks, {t, n, 64 * 1024}, 1, secs, true);
       const double tile4 = Measure(ks, {t, n, 1024}, 4, secs);
       std::printf("%-8s %-6s %14.2f %14.2f %14.2f %14.2f\n", ks.name, TypeName(t), small, big, big1, tile4);
+      std::fflush(stdout);
+    }
+    for (TensorType t : types) {  // the interleaved layout's products (1-row column: none)
+      if (ks.interleaved[FormatIndex(t)].interleave == nullptr) continue;
+      const int64_t n = 1024;
+      const double small = Measure(ks, {t, n, 1024}, 1, secs, false, true);
+      const double big = quick ? 0 : Measure(ks, {t, n, 64 * 1024}, 1, secs, false, true);
+      const double tile4 = Measure(ks, {t, n, 1024}, 4, secs, false, true);
+      const std::string name = std::string(ks.name) + " il";
+      std::printf("%-8s %-6s %14.2f %14.2f %14s %14.2f\n", name.c_str(), TypeName(t), small, big, "-", tile4);
       std::fflush(stdout);
     }
   }

@@ -57,6 +57,22 @@ struct PackedKernel {
   PackedTileFn tile_prepared = nullptr;
 };
 
+// Weights kept interleaved kInterleaveRows rows at a time (docs/decisions/0012). A format with an interleaved
+// kernel can have a matrix (a multiple of kInterleaveRows rows, contiguous) rewritten in place at load into a
+// layout whose products need fewer instructions per weight byte; every product over it gives the bits of
+// vec_dot on the GGUF rows.
+inline constexpr int kInterleaveRows = 16;
+// In place: n_rows (a multiple of kInterleaveRows) contiguous rows of n values.
+using InterleaveFn = void (*)(void* rows, int64_t n_rows, int64_t n);
+struct InterleavedKernel {
+  InterleaveFn interleave = nullptr;  // null: the format has no interleaved layout in this set
+  InterleaveFn deinterleave = nullptr;
+  // A VecDotTileFn over interleaved rows: w = the first row of a group, n_w a multiple of kInterleaveRows,
+  // w_stride the GGUF row bytes (group g starts kInterleaveRows * g * w_stride bytes in); any n_x.
+  VecDotTileFn tile = nullptr;
+  PackedKernel packed;  // as packed[format], with a pack that reads one interleaved group
+};
+
 struct KernelSet {
   Isa isa = Isa::kScalar;
   const char* name = "scalar";
@@ -74,6 +90,7 @@ struct KernelSet {
   // always share their arithmetic.
   VecDotTileFn gemv[kFormatCount] = {};
   PackedKernel packed[kFormatCount] = {};  // optional; never filled from the scalar set
+  InterleavedKernel interleaved[kFormatCount] = {};  // optional; AVX-512 Q4_K only so far
 };
 
 // The scalar reference set (always complete).
@@ -115,6 +132,7 @@ void FillAvx2KQuantKernels(KernelSet* set);    // called by FillAvx2Kernels
 void FillAvx2PackedKernels(KernelSet* set);    // called by FillAvx2KQuantKernels
 void FillAvx512KQuantKernels(KernelSet* set);  // called by FillAvx512Kernels
 void FillAvx512PackedKernels(KernelSet* set);  // called by FillAvx512Kernels
+void FillAvx512InterleavedKernels(KernelSet* set);  // called by FillAvx512Kernels, after the packed ones
 
 // Compares every entry of `set` with the scalar set on a few pseudo-random rows (exact for quantize and
 // dequantize, relative 1e-4 for dots). Empty string when all agree, else a description of the first mismatch.

@@ -305,6 +305,7 @@ void FillAvx512Kernels(KernelSet* set, const CpuFeatures& cpu) {
   set->vec_dot_tile[kQ8_0] = TileQ<BlockQ8_0>;
   set->vec_dot_tile[kQ4_0] = TileQ<BlockQ4_0>;
   FillAvx512PackedKernels(set);
+  FillAvx512InterleavedKernels(set);
   FillAvx512KQuantKernels(set);
 }
 

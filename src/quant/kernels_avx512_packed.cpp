@@ -16,6 +16,7 @@
 #include "quant/avx512_rows.h"
 #include "quant/blocks.h"
 #include "quant/fp16.h"
+#include "quant/interleaved_q4k.h"
 #include "quant/kernels.h"
 #include "quant/simd_x86.h"
 
@@ -254,6 +255,27 @@ LS_TARGET_AVX512 void PackQ4_K16(const void* w, size_t w_stride, int64_t n, void
   }
 }
 
+// The same group from Q4_K rows kept interleaved (interleaved_q4k.h): each row's 16-byte header gathered
+// from its lanes and unpacked as above, the nibbles moved from step-major [s][p] to [p][s] order.
+LS_TARGET_AVX512 void PackQ4_K16FromInterleaved(const void* w, int64_t n, void* dst) {
+  const InterleavedQ4Kx16* in = static_cast<const InterleavedQ4Kx16*>(w);
+  PackedQ4Kx16* out = static_cast<PackedQ4Kx16*>(dst);
+  for (int64_t ib = 0; ib < n / kQK_K; ++ib) {
+    const InterleavedQ4Kx16& g = in[ib];
+    PackedQ4Kx16& p = out[ib];
+    for (int r = 0; r < kRows; ++r) {
+      alignas(16) uint8_t header[sizeof(BlockQ4_K)] = {};  // d, dmin, the 12 scale bytes (+ 4 bytes read)
+      std::memcpy(header, &g.d[r], 2);
+      std::memcpy(header + 2, &g.dmin[r], 2);
+      for (int k = 0; k < kKScaleBytes; ++k) header[4 + k] = g.sc[k][r];
+      PackHeader16(header, r, p);
+    }
+    for (int q = 0; q < 4; ++q) {
+      for (int s = 0; s < 8; ++s) std::memcpy(p.q[q][s], g.q[s][q], 64);
+    }
+  }
+}
+
 // Rows decoded whole (avx512_kdecode.h), then interleaved sub-block by sub-block.
 LS_TARGET_AVX512 void PackQ5_K16(const void* w, size_t w_stride, int64_t n, void* dst) {
   PackedQ5Kx16* out = static_cast<PackedQ5Kx16*>(dst);
@@ -470,6 +492,10 @@ size_t GroupBytesK(int64_t n) {
 size_t GroupBytes32(int64_t n) { return static_cast<size_t>(n / kQK8_0) * sizeof(Packed32x16); }
 
 }  // namespace
+
+void avx512::PackQ4_K16Interleaved(const void* w, size_t, int64_t n, void* dst) {
+  PackQ4_K16FromInterleaved(w, n, dst);
+}
 
 void FillAvx512PackedKernels(KernelSet* set) {
   set->packed[kQ8_0] =
