@@ -34,8 +34,15 @@ constexpr int64_t kPackMinRows = 16;
 // each chunk m / 4 times: <= 16 KiB keeps it in L1 next to the current activation tile.
 constexpr int64_t kDecodeChunkBytes = 131072;
 constexpr int64_t kMinChunksPerThread = 4;
-int64_t ChunkRows(size_t row_bytes, int64_t m, int pack_rows, int64_t n_out, int n_threads) {
+// Interleaved weights (group > 0) take whole groups of `group` rows.
+int64_t ChunkRows(size_t row_bytes, int64_t m, int pack_rows, int64_t n_out, int n_threads, int group) {
   const int64_t rb = static_cast<int64_t>(std::max<size_t>(row_bytes, 1));
+  if (group > 0 && (m <= kDecodeRows || pack_rows == 0)) {
+    const int64_t bytes = m <= kDecodeRows ? kDecodeChunkBytes : 16384;
+    int64_t rows = bytes / rb;
+    if (m <= kDecodeRows) rows = std::min(rows, n_out / (kMinChunksPerThread * n_threads));
+    return std::max<int64_t>(rows / group, 1) * group;
+  }
   if (m <= kDecodeRows) {
     const int64_t rows = std::min(kDecodeChunkBytes / rb, n_out / (kMinChunksPerThread * n_threads));
     return std::max<int64_t>(rows, 4) & ~int64_t{1};  // an even count: the batch tiles take rows in pairs
@@ -124,7 +131,9 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
   quant::GemvPick picks[kMaxTargets];
   const void* sample_key = nullptr;
   Clock::time_point t0;
-  if (m == 1) {
+  bool any_interleaved = false;
+  for (int j = 0; j < n_targets; ++j) any_interleaved = any_interleaved || targets[j].w->interleaved;
+  if (m == 1 && !any_interleaved) {  // interleaved weights have one product; nothing to confirm
     bool same = true;
     for (int j = 1; j < n_targets; ++j) same = same && targets[j].w->type == targets[0].w->type;
     for (int j = 0; j < n_targets; ++j) {
@@ -185,9 +194,16 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
     p.dot = ks.vec_dot[f];
     if (picks[j].dot) p.tile = picks[j].tile, p.dot = picks[j].dot;
     if (m >= kPackMinRows && ks.packed[f].pack != nullptr) p.packed = &ks.packed[f];
+    if (p.w->interleaved) {  // the layout's own products, for every m (the model interleaved it for them)
+      const quant::InterleavedKernel& ik = ks.interleaved[f];
+      LS_CHECK(ik.tile != nullptr && p.w->n_out % quant::kInterleaveRows == 0);
+      p.tile = ik.tile;
+      p.packed = m >= kPackMinRows ? &ik.packed : nullptr;
+    }
     p.act = enc + act_offset[act_of[j]];
     p.act_row_bytes = RowBytes(act_types[act_of[j]], n_in);
-    p.chunk_rows = ChunkRows(p.w->row_bytes, m, p.packed ? p.packed->rows : 0, p.w->n_out, pool.n_threads());
+    p.chunk_rows = ChunkRows(p.w->row_bytes, m, p.packed ? p.packed->rows : 0, p.w->n_out, pool.n_threads(),
+                             p.w->interleaved ? quant::kInterleaveRows : 0);
     p.first_chunk = n_chunks;
     n_chunks += (p.w->n_out + p.chunk_rows - 1) / p.chunk_rows;
   }

@@ -19,6 +19,10 @@ struct WeightView {
   int64_t n_in = 0;   // ne[0]
   int64_t n_out = 0;  // ne[1]
   size_t row_bytes = 0;
+  // The rows are kept in the format's interleaved layout (quant::InterleavedKernel, docs/decisions/0012),
+  // quant::kInterleaveRows at a time: row(r) is then meaningful only as a group's start (r a multiple of it),
+  // and only MatMul reads the data.
+  bool interleaved = false;
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
 };
 

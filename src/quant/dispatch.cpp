@@ -173,6 +173,8 @@ std::vector<KernelSet> AvailableKernels() { return BuildAvailable(); }
 KernelSet& MutableActiveKernels() {
   static KernelSet set = [] {
     KernelSet s = ChooseActive();
+    // Weights are interleaved only where the selection measured the layout faster (select.cpp).
+    for (InterleavedKernel& k : s.interleaved) k = InterleavedKernel{};
     LS_LOG_DEBUG("quant: using %s kernels", s.name);
     return s;
   }();

@@ -496,6 +496,68 @@ std::vector<GemvCandidate> ConfirmCandidates(const std::vector<Variant>& gemvs, 
   return out;
 }
 
+// The interleaved layout of format f (docs/decisions/0012), from the highest set in `simd` that has one:
+// checked against the chosen gemv's bits (d.want) for the tile and the packed kernel over interleaved check
+// rows, then timed on one activation row from memory against the chosen gemv, round by round on the same
+// matrix in both layouts. Measured and reported, not yet installed: active->interleaved stays empty until
+// the model can keep the layout across a release of its weights (docs/decisions/0012, next step). Returns the
+// summary's part ("" when no set has the layout).
+std::string SelectInterleaved(int f, const std::vector<const KernelSet*>& simd,
+                              const std::vector<RowData>& data, const SelectOptions& opt, const Variant& gemv,
+                              KernelSet* active) {
+  active->interleaved[f] = InterleavedKernel{};
+  const KernelSet* set = nullptr;
+  for (const KernelSet* s : simd) {
+    if (s->interleaved[f].interleave && s->interleaved[f].tile && s->interleaved[f].packed.pack) set = s;
+  }
+  if (!set) return "";
+  const InterleavedKernel& ik = set->interleaved[f];
+  const std::string name = std::string("interleaved ") + set->name;
+  Variant il;  // the interleaved tile as a gemv (its packed kernel checked through CheckBatch)
+  il.name = set->name;
+  il.dot = gemv.dot;
+  il.tile = ik.tile;
+  il.pk = ik.packed;
+  std::vector<RowData> idata = data;
+  for (RowData& d : idata) {
+    ik.interleave(d.w.data(), kCheckRows, d.n);
+    ik.interleave(d.stream.data(), d.stream_rows, d.n);
+    if (il.failure.empty()) il.failure = CheckBatch(Family::kTile, f, il, gemv.dot, d);
+    if (il.failure.empty()) il.failure = CheckBatch(Family::kPacked, f, il, gemv.dot, d);
+  }
+  if (!il.failure.empty()) return ", " + name + " failed its check (" + il.failure + ")";
+  if (opt.forced) return ", " + name + " passed its check";
+  // Both layouts pass by pass (a clock change or a neighbour's burst hits them alike), best pass per length.
+  std::unique_ptr<Crew> crew;
+  if (opt.gemv_threads > 1) crew = std::make_unique<Crew>(opt.gemv_threads);
+  std::vector<uint8_t> buf;
+  std::vector<float> out;
+  for (const RowData& d : data) out.resize(std::max(out.size(), static_cast<size_t>(d.stream_rows)));
+  const size_t n = data.size();
+  std::vector<double> best(2 * n, std::numeric_limits<double>::infinity());
+  const Clock::time_point t0 = Clock::now();
+  for (int round = 0;
+       round < kMinGemvRounds || (round < kMaxRounds && SecondsSince(t0) < 2 * opt.budget_ms * 1e-3);
+       ++round) {
+    for (size_t k = 0; k < n; ++k) {
+      best[k] = std::min(best[k], TimePass(Family::kGemv, gemv, nullptr, data[k], buf, out, crew.get()));
+      best[n + k] =
+          std::min(best[n + k], TimePass(Family::kGemv, il, nullptr, idata[k], buf, out, crew.get()));
+    }
+  }
+  double plain = 0, inter = 0, bytes = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const double per_row = data[k].weight / static_cast<double>(data[k].stream_rows);
+    plain += per_row * best[k];
+    inter += per_row * best[n + k];
+    bytes += data[k].weight * static_cast<double>(data[k].wb);
+  }
+  const bool faster = inter < plain * (1.0 - kTieMargin);
+  char fig[96];
+  std::snprintf(fig, sizeof(fig), " %.1f GB/s (gemv %.1f)", bytes / inter / 1e9, bytes / plain / 1e9);
+  return ", " + name + fig + (faster ? "" : ", not faster");
+}
+
 // Selects the three families of format f on `data` (its row lengths) and installs them into *active;
 // *confirm gets the gemv variants decode confirms the choice among.
 std::string SelectFormat(int f, const std::vector<const KernelSet*>& simd, std::vector<RowData>& data,
@@ -505,6 +567,7 @@ std::string SelectFormat(int f, const std::vector<const KernelSet*>& simd, std::
   std::vector<Variant> gemvs = Collect(Family::kGemv, f, simd);
   const int g = Choose(Family::kGemv, f, gemvs, nullptr, data, opt);
   if (g < 0) {
+    active->interleaved[f] = InterleavedKernel{};
     active->vec_dot[f] = scalar.vec_dot[f];
     active->gemv[f] = nullptr;
     active->vec_dot_tile[f] = nullptr;
@@ -543,6 +606,7 @@ std::string SelectFormat(int f, const std::vector<const KernelSet*>& simd, std::
     s += ", " + (p >= 0 ? Describe(Family::kPacked, packs, p, timed)
                         : "packed none, " + Describe(Family::kPacked, packs, -1, false));
   }
+  s += SelectInterleaved(f, simd, data, opt, gemv, active);
   return s;
 }
 

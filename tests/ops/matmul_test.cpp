@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -171,6 +172,59 @@ TEST(MatMul, GenerationConfirmsTheGemvWithoutChangingABit) {
   const quant::GemvPick p = quant::PickGemv(f, a.view.row(0));
   EXPECT_EQ(p.dot, best.vec_dot[f]);
   EXPECT_EQ(p.candidate, -1);
+}
+
+// Weights kept interleaved (quant::InterleavedKernel, docs/decisions/0012) give the plain rows' bits through
+// every path: one row (generation), the small-batch tile, the packed kernel for prompts, mixed with plain
+// targets in one MatMulMulti, on 1-3 threads. Runs where a kernel set has the layout (AVX-512).
+TEST(MatMul, InterleavedWeightsGiveThePlainRowsBits) {
+  const std::vector<quant::KernelSet> sets = quant::AvailableKernels();
+  const quant::KernelSet* with = nullptr;
+  const int f = quant::FormatIndex(TensorType::kQ4_K);
+  for (const quant::KernelSet& s : sets) {
+    if (s.interleaved[f].interleave) with = &s;
+  }
+  if (!with) {
+    std::printf("no kernel set on this CPU has an interleaved layout: nothing to compare\n");
+    return;
+  }
+  quant::KernelSet& active = quant::MutableActiveKernels();
+  struct Restore {  // the active set as it was, however the test ends
+    quant::InterleavedKernel& entry;
+    quant::InterleavedKernel saved;
+    ~Restore() { entry = saved; }
+  } restore{active.interleaved[f], active.interleaved[f]};
+  active.interleaved[f] = with->interleaved[f];
+  std::mt19937 rng(11);
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    MatMulScratch scratch;
+    for (int64_t n_in : {256, 1024}) {
+      for (int64_t n_out : {16, 48, 320}) {
+        const Matrix plain = RandomMatrix(TensorType::kQ4_K, n_in, n_out, rng);
+        Matrix inter = plain;
+        inter.view.data = inter.bytes.data();
+        with->interleaved[f].interleave(inter.bytes.data(), n_out, n_in);
+        inter.view.interleaved = true;
+        const Matrix other = RandomMatrix(TensorType::kQ4_K, n_in, 32, rng);
+        for (int64_t m : {1, 2, 4, 5, 9, 16, 17, 40}) {
+          const std::vector<float> x = RandomActivations(m, n_in, rng);
+          const std::vector<float> want = Naive(plain.view, x, m, n_out);
+          std::vector<float> y(m * n_out, -1.0f), y2(m * 32, -1.0f);
+          MatMul(pool, inter.view, x.data(), m, y.data(), n_out, scratch);
+          ASSERT_EQ(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)), 0)
+              << "n_in " << n_in << " n_out " << n_out << " m " << m << " threads " << threads;
+          const MatMulTarget t[2] = {{&inter.view, y.data(), n_out}, {&other.view, y2.data(), 32}};
+          std::fill(y.begin(), y.end(), -1.0f);
+          MatMulMulti(pool, t, 2, x.data(), m, scratch);
+          ASSERT_EQ(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)), 0) << "multi, m " << m;
+          const std::vector<float> want2 = Naive(other.view, x, m, 32);
+          ASSERT_EQ(std::memcmp(y2.data(), want2.data(), y2.size() * sizeof(float)), 0)
+              << "multi plain, m " << m;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
