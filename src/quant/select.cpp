@@ -503,9 +503,7 @@ std::vector<GemvCandidate> ConfirmCandidates(const std::vector<Variant>& gemvs, 
 // the model can keep the layout across a release of its weights (docs/decisions/0012, next step). Returns the
 // summary's part ("" when no set has the layout).
 std::string SelectInterleaved(int f, const std::vector<const KernelSet*>& simd,
-                              const std::vector<RowData>& data, const SelectOptions& opt, const Variant& gemv,
-                              KernelSet* active) {
-  active->interleaved[f] = InterleavedKernel{};
+                              const std::vector<RowData>& data, const SelectOptions& opt, const Variant& gemv) {
   const KernelSet* set = nullptr;
   for (const KernelSet* s : simd) {
     if (s->interleaved[f].interleave && s->interleaved[f].tile && s->interleaved[f].packed.pack) set = s;
@@ -567,7 +565,6 @@ std::string SelectFormat(int f, const std::vector<const KernelSet*>& simd, std::
   std::vector<Variant> gemvs = Collect(Family::kGemv, f, simd);
   const int g = Choose(Family::kGemv, f, gemvs, nullptr, data, opt);
   if (g < 0) {
-    active->interleaved[f] = InterleavedKernel{};
     active->vec_dot[f] = scalar.vec_dot[f];
     active->gemv[f] = nullptr;
     active->vec_dot_tile[f] = nullptr;
@@ -606,7 +603,7 @@ std::string SelectFormat(int f, const std::vector<const KernelSet*>& simd, std::
     s += ", " + (p >= 0 ? Describe(Family::kPacked, packs, p, timed)
                         : "packed none, " + Describe(Family::kPacked, packs, -1, false));
   }
-  s += SelectInterleaved(f, simd, data, opt, gemv, active);
+  s += SelectInterleaved(f, simd, data, opt, gemv);
   return s;
 }
 
