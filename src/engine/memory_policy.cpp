@@ -266,7 +266,7 @@ void Engine::Impl::MarkWork() {
     weights_released = false;
     weights_paging_in = true;
     // A huge-page copy comes back whole now (a file mapping pages back as the step touches it).
-    const Status st = engine->model_->file().RestoreAfterRelease();
+    const Status st = engine->model_->RestoreWeights();
     if (!st.ok()) LS_LOG_WARN("weights: the huge-page copy did not come back (%s)", st.message().c_str());
   }
 }

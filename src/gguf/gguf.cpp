@@ -550,6 +550,13 @@ Status File::ReleaseResidentPages() const { return mapping_ ? mapping_->Release(
 
 Status File::RestoreAfterRelease() const { return mapping_ ? mapping_->RestoreCopy() : Status::Ok(); }
 
+Status File::SetCopyTransform(std::function<void(uint8_t* data)> transform) const {
+  if (!mapping_) return Unimplemented("gguf: " + path_ + ": an in-memory file has no copy to transform");
+  if (!transform) return mapping_->SetCopyTransform(nullptr);
+  const size_t offset = static_cast<size_t>(data_ - mapping_->data());
+  return mapping_->SetCopyTransform([t = std::move(transform), offset](uint8_t* base) { t(base + offset); });
+}
+
 const Value* File::Find(std::string_view key) const {
   auto it = kv_index_.find(key);
   return it == kv_index_.end() ? nullptr : &kvs_[it->second].value;

@@ -109,6 +109,9 @@ class File {
   Status ReleaseResidentPages() const;
   // After ReleaseResidentPages: copies the file onto huge pages again if it was there before.
   Status RestoreAfterRelease() const;
+  // Mapping::SetCopyTransform with `data` = the copy's data section (data_begin()'s bytes in the copy); an
+  // empty function removes it. Not for OpenBuffer files (Unimplemented).
+  Status SetCopyTransform(std::function<void(uint8_t* data)> transform) const;
 
  private:
   File() = default;

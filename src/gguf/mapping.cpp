@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/log.h"
+
 namespace lazyslot::gguf {
 namespace {
 
@@ -104,12 +106,31 @@ Status Mapping::CopyLocked() {
     if (n <= 0) return fail("read");
     done += static_cast<uint64_t>(n);
   }
+  if (transform_) transform_(*copy);
   // Read-only like the file mapping; then the copy takes the mapping's place, page tables and all.
   if (::mprotect(*copy, region_, PROT_READ) != 0) return fail("mprotect");
   if (::mremap(*copy, region_, region_, MREMAP_MAYMOVE | MREMAP_FIXED, base_) == MAP_FAILED) {
     return fail("mremap");
   }
   copied_ = true;
+  return Status::Ok();
+}
+
+Status Mapping::SetCopyTransform(Transform transform) {
+  std::lock_guard<std::mutex> lock(mu_);
+  transform_ = std::move(transform);
+  if (!copied_ || !transform_) return Status::Ok();
+  if (::mprotect(base_, region_, PROT_READ | PROT_WRITE) != 0) {
+    const int err = errno;
+    transform_ = nullptr;  // the copy keeps the file's bytes
+    return IoError("gguf: " + path_ + ": " + Errno("mprotect", err));
+  }
+  transform_(base_);
+  if (::mprotect(base_, region_, PROT_READ) != 0) {  // the rewrite stands; only the protection is lost
+    const int err = errno;
+    LS_LOG_WARN("gguf: %s: the rewritten copy stays writable (%s)", path_.c_str(),
+                Errno("mprotect", err).c_str());
+  }
   return Status::Ok();
 }
 

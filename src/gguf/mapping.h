@@ -1,10 +1,13 @@
 // How a GGUF file's bytes sit in memory: a read-only private mapping of the file at a 2 MiB-aligned address,
 // which can be replaced, at the very same addresses, by a private copy on transparent huge pages. Pointers
-// into the bytes stay valid whichever backing holds them, and every backing holds the same bytes, so a
-// reader never sees a change (docs/decisions/0010-weights-on-huge-pages.md).
+// into the bytes stay valid whichever backing holds them, and every backing holds the file's bytes, so a
+// reader never sees a change (docs/decisions/0010-weights-on-huge-pages.md), unless it asked for one: a copy
+// transform rewrites the copy (a kernel's weight layout, docs/decisions/0012), and whoever sets it must then
+// know which backing serves (huge_pages()).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,6 +39,11 @@ class Mapping {
   Status RestoreCopy();
   // True while the bytes lie in the huge-page copy.
   bool huge_pages() const;
+  // Rewrites every copy of the region (base: its first byte, inside the copy) before it is made read-only:
+  // the current one now, if the copy serves, and each one RestoreCopy makes. An empty function removes it
+  // (the current copy keeps its bytes). The file mapping always holds the file's bytes.
+  using Transform = std::function<void(uint8_t* base)>;
+  Status SetCopyTransform(Transform transform);
 
  private:
   Mapping() = default;
@@ -50,6 +58,7 @@ class Mapping {
   uint64_t region_ = 0;      // size_ rounded up to 2 MiB: the whole region [base_, base_ + region_)
   bool copied_ = false;      // the region holds the huge-page copy now
   bool wanted_ = false;      // CopyToHugePages succeeded once: RestoreCopy brings the copy back
+  Transform transform_;      // applied to each copy (SetCopyTransform)
 };
 
 }  // namespace lazyslot::gguf

@@ -9,6 +9,7 @@
 #include "core/vm.h"
 #include "ops/attention.h"
 #include "ops/thread_pool.h"
+#include "quant/kernels.h"
 #include "quant/quant.h"
 
 namespace lazyslot {
@@ -129,7 +130,64 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOp
   const std::string kernels =
       quant::SelectKernels(shapes, options.threads > 0 ? options.threads : ThreadPool::DefaultThreads());
   LS_LOG_INFO("%s; %s", kernels.c_str(), AttentionKernelChoice().c_str());
+  m->InterleaveWeights();
   return m;
+}
+
+void Model::InterleaveWeights() {
+  if (!file_->on_huge_pages()) return;
+  const quant::KernelSet& ks = quant::ActiveKernels();
+  struct Matrix {
+    size_t offset;  // from data_begin()
+    int64_t n_out, n_in;
+    quant::InterleaveFn interleave;
+  };
+  std::vector<Matrix> matrices;
+  std::vector<WeightView*> views;
+  double bytes = 0;
+  const char* set = nullptr;
+  auto add = [&](WeightView& w) {
+    const int f = quant::FormatIndex(w.type);
+    // The token embedding (and a tied output) is also read row by row (GetRow): it keeps the GGUF rows.
+    if (!w.data || f < 0 || !ks.interleaved[f].interleave || w.n_out % quant::kInterleaveRows != 0 ||
+        w.data == token_embd_.data) {
+      return;
+    }
+    matrices.push_back(
+        {static_cast<size_t>(w.data - file_->data_begin()), w.n_out, w.n_in, ks.interleaved[f].interleave});
+    views.push_back(&w);
+    bytes += static_cast<double>(w.row_bytes) * static_cast<double>(w.n_out);
+    set = ks.name;
+  };
+  add(output_);
+  for (LayerWeights& l : layers_) {
+    for (WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*w);
+  }
+  if (matrices.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status st = file_->SetCopyTransform([matrices](uint8_t* data) {
+    for (const Matrix& m : matrices) m.interleave(data + m.offset, m.n_out, m.n_in);
+  });
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!st.ok()) {
+    LS_LOG_WARN("weights: kept as GGUF rows (%s)", st.message().c_str());
+    return;
+  }
+  for (WeightView* w : views) w->interleaved = true;
+  interleaved_ = std::move(views);
+  LS_LOG_INFO("weights: %zu matrices (%.1f MiB) interleaved for the %s kernels in %.0f ms",
+              interleaved_.size(), bytes / (1 << 20), set, ms);
+}
+
+Status Model::RestoreWeights() {
+  const Status st = file_->RestoreAfterRelease();
+  if (st.ok() || interleaved_.empty()) return st;
+  // The file mapping serves the GGUF rows: the matrices go back to the plain kernels, and a later copy
+  // keeps those rows too.
+  (void)file_->SetCopyTransform(nullptr);
+  for (WeightView* w : interleaved_) w->interleaved = false;
+  interleaved_.clear();
+  return st;
 }
 
 void Model::CopyWeightsToHugePages() {

@@ -100,11 +100,19 @@ class Model {
   bool tied_output() const { return tied_; }
   // Bytes of weights a token's forward pass reads (every layer matrix + one output matrix).
   uint64_t weight_bytes_per_token() const;
+  // After file().ReleaseResidentPages(): the weights' copy again (gguf::File::RestoreAfterRelease). When it
+  // does not come back, the file's GGUF rows serve and matrices kept interleaved return to the plain kernels.
+  // Call it before the next forward pass, with none running.
+  Status RestoreWeights();
 
  private:
   Model() = default;
   // Logs the outcome: a failure leaves the file mapping, which serves the same bytes more slowly.
   void CopyWeightsToHugePages();
+  // Keeps the matrices whose format the active kernels interleave in that layout (docs/decisions/0012): the
+  // copy on huge pages is rewritten now and by every later copy; the file mapping is never rewritten, so
+  // without the copy nothing changes. Logs the outcome.
+  void InterleaveWeights();
   Status ReadHParams();
   Status BindWeights();
   Status BindEncoderWeights();  // bert
@@ -120,6 +128,7 @@ class Model {
   ClassifierWeights classifier_;
   bool tied_ = false;
   std::vector<LayerWeights> layers_;
+  std::vector<WeightView*> interleaved_;  // the views InterleaveWeights marked
 };
 
 }  // namespace lazyslot

@@ -173,7 +173,7 @@ std::vector<KernelSet> AvailableKernels() { return BuildAvailable(); }
 KernelSet& MutableActiveKernels() {
   static KernelSet set = [] {
     KernelSet s = ChooseActive();
-    // No interleaved layout until the selection installs one (select.cpp; not yet: decision 0012).
+    // No interleaved layout until the selection measures one faster (select.cpp, decision 0012).
     for (InterleavedKernel& k : s.interleaved) k = InterleavedKernel{};
     LS_LOG_DEBUG("quant: using %s kernels", s.name);
     return s;

@@ -499,11 +499,12 @@ std::vector<GemvCandidate> ConfirmCandidates(const std::vector<Variant>& gemvs, 
 // The interleaved layout of format f (docs/decisions/0012), from the highest set in `simd` that has one:
 // checked against the chosen gemv's bits (d.want) for the tile and the packed kernel over interleaved check
 // rows, then timed on one activation row from memory against the chosen gemv, round by round on the same
-// matrix in both layouts. Measured and reported, not yet installed: active->interleaved stays empty until
-// the model can keep the layout across a release of its weights (docs/decisions/0012, next step). Returns the
-// summary's part ("" when no set has the layout).
+// matrix in both layouts. Installed into `active` when it passes and is faster (or the level is forced); the
+// model then rewrites its matrices of the format (Model::InterleaveWeights). Returns the summary's part (""
+// when no set has the layout).
 std::string SelectInterleaved(int f, const std::vector<const KernelSet*>& simd,
-                              const std::vector<RowData>& data, const SelectOptions& opt, const Variant& gemv) {
+                              const std::vector<RowData>& data, const SelectOptions& opt, const Variant& gemv,
+                              KernelSet* active) {
   const KernelSet* set = nullptr;
   for (const KernelSet* s : simd) {
     if (s->interleaved[f].interleave && s->interleaved[f].tile && s->interleaved[f].packed.pack) set = s;
@@ -524,7 +525,10 @@ std::string SelectInterleaved(int f, const std::vector<const KernelSet*>& simd,
     if (il.failure.empty()) il.failure = CheckBatch(Family::kPacked, f, il, gemv.dot, d);
   }
   if (!il.failure.empty()) return ", " + name + " failed its check (" + il.failure + ")";
-  if (opt.forced) return ", " + name + " passed its check";
+  if (opt.forced) {
+    active->interleaved[f] = ik;
+    return ", " + name;
+  }
   // Both layouts pass by pass (a clock change or a neighbour's burst hits them alike), best pass per length.
   std::unique_ptr<Crew> crew;
   if (opt.gemv_threads > 1) crew = std::make_unique<Crew>(opt.gemv_threads);
@@ -550,10 +554,11 @@ std::string SelectInterleaved(int f, const std::vector<const KernelSet*>& simd,
     inter += per_row * best[n + k];
     bytes += data[k].weight * static_cast<double>(data[k].wb);
   }
-  const bool faster = inter < plain * (1.0 - kTieMargin);
+  const bool take = inter < plain * (1.0 - kTieMargin);
+  if (take) active->interleaved[f] = ik;
   char fig[96];
   std::snprintf(fig, sizeof(fig), " %.1f GB/s (gemv %.1f)", bytes / inter / 1e9, bytes / plain / 1e9);
-  return ", " + name + fig + (faster ? "" : ", not faster");
+  return ", " + name + fig + (take ? "" : ", not taken");
 }
 
 // Selects the three families of format f on `data` (its row lengths) and installs them into *active;
@@ -603,7 +608,9 @@ std::string SelectFormat(int f, const std::vector<const KernelSet*>& simd, std::
     s += ", " + (p >= 0 ? Describe(Family::kPacked, packs, p, timed)
                         : "packed none, " + Describe(Family::kPacked, packs, -1, false));
   }
-  s += SelectInterleaved(f, simd, data, opt, gemv);
+  s += SelectInterleaved(f, simd, data, opt, gemv, active);
+  // Interleaved matrices have one product: no gemv to confirm (the others' start-up gemv serves).
+  if (active->interleaved[f].interleave) confirm->clear();
   return s;
 }
 

@@ -1,6 +1,7 @@
 // gguf::Mapping through File: the huge-page copy holds the file's bytes at the very addresses the mapping
 // had, gives its memory back on release (the file mapping serves meanwhile) and comes back on restore, and a
-// reader running through all of it never sees other bytes.
+// reader running through all of it never sees other bytes; a copy transform rewrites each copy, never the
+// file.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -80,6 +81,40 @@ TEST(GgufMapping, AFileMappingReleasesAndNeedsNoRestore) {
   ASSERT_TRUE(f.RestoreAfterRelease().ok());
   EXPECT_FALSE(f.on_huge_pages()) << "restore copies only a file that was copied before";
   EXPECT_TRUE(Bytes(f) == before);
+}
+
+// A copy transform (docs/decisions/0012) rewrites the copy that serves now and every later one, never the
+// file mapping; removed, the next copy holds the file's bytes again.
+TEST(GgufMapping, ACopyTransformRewritesEveryCopyAndNeverTheFile) {
+  REQUIRE_SHARED_FILE(kModel);
+  auto r = File::Open(testing::SharedPath(kModel));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const File& f = **r;
+  const std::string before = Bytes(f);
+  ASSERT_GT(before.size(), 4096u);
+  std::string rewritten = before;
+  for (size_t i = 0; i < 4096; ++i) rewritten[i] = static_cast<char>(~rewritten[i]);
+  const auto flip = [](uint8_t* data) {
+    for (size_t i = 0; i < 4096; ++i) data[i] = static_cast<uint8_t>(~data[i]);
+  };
+  EXPECT_TRUE(f.SetCopyTransform(flip).ok());
+  EXPECT_TRUE(Bytes(f) == before) << "the file mapping is never rewritten";
+  ASSERT_TRUE(f.CopyToHugePages().ok());
+  EXPECT_TRUE(Bytes(f) == rewritten) << "the copy is";
+
+  ASSERT_TRUE(f.ReleaseResidentPages().ok());
+  EXPECT_TRUE(Bytes(f) == before);
+  ASSERT_TRUE(f.RestoreAfterRelease().ok());
+  EXPECT_TRUE(Bytes(f) == rewritten) << "and so is each copy after a release";
+
+  ASSERT_TRUE(f.SetCopyTransform(nullptr).ok());
+  EXPECT_TRUE(Bytes(f) == rewritten) << "removing it leaves the current copy";
+  ASSERT_TRUE(f.ReleaseResidentPages().ok());
+  ASSERT_TRUE(f.RestoreAfterRelease().ok());
+  EXPECT_TRUE(Bytes(f) == before) << "the next copy holds the file's bytes";
+
+  EXPECT_TRUE(f.SetCopyTransform(flip).ok());
+  EXPECT_TRUE(Bytes(f) == rewritten) << "set on a serving copy, it rewrites that copy at once";
 }
 
 TEST(GgufMapping, AReaderSeesTheSameBytesThroughReleaseAndRestore) {
