@@ -70,27 +70,6 @@ void DeinterleaveGroup(uint8_t* group, int64_t nb, std::vector<uint8_t>& tmp) {
   }
 }
 
-// The 6-bit scales and mins of a block's 16 rows as bytes, [j][r] = sub-block j of row r (FORMATS.md section
-// 2: sc0-3 = a & 63, m0-3 = b & 63, sc4-7 = (c & 15) | (a >> 6) << 4, m4-7 = (c >> 4) | (b >> 6) << 4, with
-// a, b, c the scale bytes 0-3, 4-7, 8-11; here 16 rows of each byte k at once).
-struct ScalesMins {
-  alignas(64) uint8_t sc[8][kRows];
-  alignas(64) uint8_t mn[8][kRows];
-};
-
-LS_TARGET_AVX512 inline void DecodeScales(const InterleavedQ4Kx16& b, ScalesMins* out) {
-  const __m512i a = _mm512_loadu_si512(b.sc[0]), bb = _mm512_loadu_si512(b.sc[4]);
-  const __m512i c = _mm512_loadu_si512(b.sc[8]);
-  const __m512i m63 = _mm512_set1_epi8(63), m0f = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
-  // ternarylogic 0xf8: x | (y & z)
-  _mm512_store_si512(out->sc[0], _mm512_and_si512(a, m63));
-  _mm512_store_si512(out->sc[4],
-                     _mm512_ternarylogic_epi32(_mm512_and_si512(c, m0f), _mm512_srli_epi16(a, 2), m30, 0xf8));
-  _mm512_store_si512(out->mn[0], _mm512_and_si512(bb, m63));
-  _mm512_store_si512(out->mn[4], _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(c, 4), m0f),
-                                                           _mm512_srli_epi16(bb, 2), m30, 0xf8));
-}
-
 LS_TARGET_AVX512 inline __m512i Bytes16ToI32(const uint8_t* p) {
   return _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p)));
 }
@@ -104,7 +83,7 @@ LS_TARGET_AVX512 void GroupRows(const InterleavedQ4Kx16* w, const BlockQ8_K* con
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t ib = 0; ib < nb; ++ib) {
     const InterleavedQ4Kx16& b = w[ib];
-    ScalesMins sm;
+    InterleavedScalesQ4K sm;
     DecodeScales(b, &sm);
     // s[i][j]: lane r = row r's sub-block j dot with activation row i (|.| <= 32 * 15 * 128).
     __m512i s[R][8];

@@ -255,23 +255,31 @@ LS_TARGET_AVX512 void PackQ4_K16(const void* w, size_t w_stride, int64_t n, void
   }
 }
 
-// The same group from Q4_K rows kept interleaved (interleaved_q4k.h): each row's 16-byte header gathered
-// from its lanes and unpacked as above, the nibbles moved from step-major [s][p] to [p][s] order.
+// The same group from Q4_K rows kept interleaved (interleaved_q4k.h): the 16 rows' scales decoded at once
+// and widened into their lanes (f16 -> f32 is exact, as F16ToF32), the nibbles moved from step-major [s][p]
+// to [p][s] order.
 LS_TARGET_AVX512 void PackQ4_K16FromInterleaved(const void* w, int64_t n, void* dst) {
   const InterleavedQ4Kx16* in = static_cast<const InterleavedQ4Kx16*>(w);
   PackedQ4Kx16* out = static_cast<PackedQ4Kx16*>(dst);
   for (int64_t ib = 0; ib < n / kQK_K; ++ib) {
     const InterleavedQ4Kx16& g = in[ib];
     PackedQ4Kx16& p = out[ib];
-    for (int r = 0; r < kRows; ++r) {
-      alignas(16) uint8_t header[sizeof(BlockQ4_K)] = {};  // d, dmin, the 12 scale bytes (+ 4 bytes read)
-      std::memcpy(header, &g.d[r], 2);
-      std::memcpy(header + 2, &g.dmin[r], 2);
-      for (int k = 0; k < kKScaleBytes; ++k) header[4 + k] = g.sc[k][r];
-      PackHeader16(header, r, p);
+    _mm512_storeu_ps(p.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.d))));
+    _mm512_storeu_ps(p.dmin, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.dmin))));
+    InterleavedScalesQ4K sm;
+    DecodeScales(g, &sm);
+    for (int j = 0; j < 8; ++j) {
+      _mm512_storeu_si512(p.sc[j], _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sm.sc[j]))));
+    }
+    for (int q = 0; q < 4; ++q) {  // words 2r, 2r + 1 = row r's mins of sub-blocks 2q, 2q + 1
+      const __m128i a = _mm_load_si128(reinterpret_cast<const __m128i*>(sm.mn[2 * q]));
+      const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(sm.mn[2 * q + 1]));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.mn[q]), _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.mn[q] + kRows),
+                          _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, b)));
     }
     for (int q = 0; q < 4; ++q) {
-      for (int s = 0; s < 8; ++s) std::memcpy(p.q[q][s], g.q[s][q], 64);
+      for (int s = 0; s < 8; ++s) _mm512_storeu_si512(p.q[q][s], _mm512_loadu_si512(g.q[s][q]));
     }
   }
 }
