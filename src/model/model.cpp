@@ -145,20 +145,19 @@ void Model::InterleaveWeights() {
   std::vector<Matrix> matrices;
   std::vector<WeightView*> views;
   double bytes = 0;
-  const char* set = nullptr;
   auto add = [&](WeightView& w) {
     const int f = quant::FormatIndex(w.type);
-    // The token embedding (and a tied output) is also read row by row (GetRow): it keeps the GGUF rows.
-    if (!w.data || f < 0 || !ks.interleaved[f].interleave || w.n_out % quant::kInterleaveRows != 0 ||
-        w.data == token_embd_.data) {
-      return;
+    if (!w.data || f < 0 || !ks.interleaved[f].interleave || w.n_out % quant::kInterleaveRows != 0) return;
+    views.push_back(&w);
+    for (const Matrix& m : matrices) {
+      if (file_->data_begin() + m.offset == w.data) return;  // a tied output: the token embedding's bytes
     }
     matrices.push_back(
         {static_cast<size_t>(w.data - file_->data_begin()), w.n_out, w.n_in, ks.interleaved[f].interleave});
-    views.push_back(&w);
     bytes += static_cast<double>(w.row_bytes) * static_cast<double>(w.n_out);
-    set = ks.name;
   };
+  // The token embedding too: GetRow reads its rows through the layout.
+  add(token_embd_);
   add(output_);
   for (LayerWeights& l : layers_) {
     for (WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*w);
@@ -175,8 +174,8 @@ void Model::InterleaveWeights() {
   }
   for (WeightView* w : views) w->interleaved = true;
   interleaved_ = std::move(views);
-  LS_LOG_INFO("weights: %zu matrices (%.1f MiB) interleaved for the %s kernels in %.0f ms",
-              interleaved_.size(), bytes / (1 << 20), set, ms);
+  LS_LOG_INFO("weights: %zu matrices (%.1f MiB) interleaved for the %s kernels in %.0f ms", matrices.size(),
+              bytes / (1 << 20), ks.name, ms);
 }
 
 Status Model::RestoreWeights() {

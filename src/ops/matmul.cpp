@@ -274,7 +274,18 @@ void MatMul(ThreadPool& pool, const WeightView& w, const float* x, int64_t m, fl
 }
 
 void GetRow(const WeightView& w, int64_t r, float* out) {
-  quant::DequantizeRow(w.type, w.row(r), out, w.n_in);
+  if (!w.interleaved) {
+    quant::DequantizeRow(w.type, w.row(r), out, w.n_in);
+    return;
+  }
+  // The row's GGUF bytes gathered from its group first.
+  const quant::InterleavedKernel& ik = quant::ActiveKernels().interleaved[quant::FormatIndex(w.type)];
+  LS_CHECK(ik.extract_row != nullptr);
+  thread_local std::vector<uint8_t> row;
+  row.resize(w.row_bytes);
+  const int in_group = static_cast<int>(r % quant::kInterleaveRows);
+  ik.extract_row(w.row(r - in_group), in_group, w.n_in, row.data());
+  quant::DequantizeRow(w.type, row.data(), out, w.n_in);
 }
 
 }  // namespace lazyslot

@@ -21,7 +21,7 @@ struct WeightView {
   size_t row_bytes = 0;
   // The rows are kept in the format's interleaved layout (quant::InterleavedKernel, docs/decisions/0012),
   // quant::kInterleaveRows at a time: row(r) is then meaningful only as a group's start (r a multiple of it),
-  // and only MatMul reads the data.
+  // and only MatMul and GetRow read the data.
   bool interleaved = false;
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
 };

@@ -44,6 +44,8 @@ LS_TARGET_AVX512 inline void DecodeScales(const InterleavedQ4Kx16& b, Interleave
 // In place: n_rows (a multiple of 16) contiguous Q4_K rows of n values to the interleaved layout and back.
 void InterleaveQ4K(void* rows, int64_t n_rows, int64_t n);
 void DeinterleaveQ4K(void* rows, int64_t n_rows, int64_t n);
+// Row r of an interleaved group as its GGUF blocks (n / 256 of them at dst).
+void ExtractRowQ4K(const void* group, int r, int64_t n, void* dst);
 
 namespace avx512 {
 // PackFn over one interleaved group (w_stride: the rows' GGUF row bytes): the AVX-512 packed Q4_K group.

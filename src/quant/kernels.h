@@ -64,9 +64,12 @@ struct PackedKernel {
 inline constexpr int kInterleaveRows = 16;
 // In place: n_rows (a multiple of kInterleaveRows) contiguous rows of n values.
 using InterleaveFn = void (*)(void* rows, int64_t n_rows, int64_t n);
+// Row r (< kInterleaveRows) of the interleaved group at `group` (rows of n values), as its GGUF bytes.
+using ExtractRowFn = void (*)(const void* group, int r, int64_t n, void* dst);
 struct InterleavedKernel {
   InterleaveFn interleave = nullptr;  // null: the format has no interleaved layout in this set
   InterleaveFn deinterleave = nullptr;
+  ExtractRowFn extract_row = nullptr;
   // A VecDotTileFn over interleaved rows: w = the first row of a group, n_w a multiple of kInterleaveRows,
   // w_stride the GGUF row bytes (group g starts kInterleaveRows * g * w_stride bytes in); any n_x.
   VecDotTileFn tile = nullptr;

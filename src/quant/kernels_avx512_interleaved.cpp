@@ -52,22 +52,24 @@ void InterleaveGroup(uint8_t* group, int64_t nb, std::vector<uint8_t>& tmp) {
   }
 }
 
+// Row r of one interleaved group's blocks as GGUF blocks.
+void ExtractRow(const InterleavedQ4Kx16* g, int r, int64_t nb, BlockQ4_K* out) {
+  for (int64_t ib = 0; ib < nb; ++ib) {
+    BlockQ4_K& b = out[ib];
+    b.d = g[ib].d[r];
+    b.dmin = g[ib].dmin[r];
+    for (int k = 0; k < kKScaleBytes; ++k) b.scales[k] = g[ib].sc[k][r];
+    for (int s = 0; s < 8; ++s) {
+      for (int p = 0; p < 4; ++p) std::memcpy(b.qs + 32 * p + 4 * s, &g[ib].q[s][p][4 * r], 4);
+    }
+  }
+}
+
 void DeinterleaveGroup(uint8_t* group, int64_t nb, std::vector<uint8_t>& tmp) {
   const size_t row_bytes = static_cast<size_t>(nb) * sizeof(BlockQ4_K);
   tmp.assign(group, group + kRows * row_bytes);
   const InterleavedQ4Kx16* in = reinterpret_cast<const InterleavedQ4Kx16*>(tmp.data());
-  for (int64_t ib = 0; ib < nb; ++ib) {
-    const InterleavedQ4Kx16& g = in[ib];
-    for (int r = 0; r < kRows; ++r) {
-      BlockQ4_K& b = reinterpret_cast<BlockQ4_K*>(group + r * row_bytes)[ib];
-      b.d = g.d[r];
-      b.dmin = g.dmin[r];
-      for (int k = 0; k < kKScaleBytes; ++k) b.scales[k] = g.sc[k][r];
-      for (int s = 0; s < 8; ++s) {
-        for (int p = 0; p < 4; ++p) std::memcpy(b.qs + 32 * p + 4 * s, &g.q[s][p][4 * r], 4);
-      }
-    }
-  }
+  for (int r = 0; r < kRows; ++r) ExtractRow(in, r, nb, reinterpret_cast<BlockQ4_K*>(group + r * row_bytes));
 }
 
 LS_TARGET_AVX512 inline __m512i Bytes16ToI32(const uint8_t* p) {
@@ -176,10 +178,15 @@ void DeinterleaveQ4K(void* rows, int64_t n_rows, int64_t n) {
   }
 }
 
+void ExtractRowQ4K(const void* group, int r, int64_t n, void* dst) {
+  ExtractRow(static_cast<const InterleavedQ4Kx16*>(group), r, n / kQK_K, static_cast<BlockQ4_K*>(dst));
+}
+
 void FillAvx512InterleavedKernels(KernelSet* set) {
   InterleavedKernel& k = set->interleaved[kQ4_K];
   k.interleave = InterleaveQ4K;
   k.deinterleave = DeinterleaveQ4K;
+  k.extract_row = ExtractRowQ4K;
   k.tile = TileInterleaved;
   k.packed = set->packed[kQ4_K];
   k.packed.pack = avx512::PackQ4_K16Interleaved;

@@ -176,7 +176,7 @@ TEST(MatMul, GenerationConfirmsTheGemvWithoutChangingABit) {
 
 // Weights kept interleaved (quant::InterleavedKernel, docs/decisions/0012) give the plain rows' bits through
 // every path: one row (generation), the small-batch tile, the packed kernel for prompts, mixed with plain
-// targets in one MatMulMulti, on 1-3 threads. Runs where a kernel set has the layout (AVX-512).
+// targets in one MatMulMulti, on 1-3 threads; GetRow gives the plain rows' values. Runs where a kernel set has the layout (AVX-512).
 TEST(MatMul, InterleavedWeightsGiveThePlainRowsBits) {
   const std::vector<quant::KernelSet> sets = quant::AvailableKernels();
   const quant::KernelSet* with = nullptr;
@@ -207,6 +207,12 @@ TEST(MatMul, InterleavedWeightsGiveThePlainRowsBits) {
         with->interleaved[f].interleave(inter.bytes.data(), n_out, n_in);
         inter.view.interleaved = true;
         const Matrix other = RandomMatrix(TensorType::kQ4_K, n_in, 32, rng);
+        std::vector<float> row(n_in), row_plain(n_in);
+        for (int64_t r = 0; r < n_out; ++r) {  // the embedding lookup reads through the layout too
+          GetRow(inter.view, r, row.data());
+          GetRow(plain.view, r, row_plain.data());
+          ASSERT_EQ(std::memcmp(row.data(), row_plain.data(), n_in * sizeof(float)), 0) << "GetRow " << r;
+        }
         for (int64_t m : {1, 2, 4, 5, 9, 16, 17, 40}) {
           const std::vector<float> x = RandomActivations(m, n_in, rng);
           const std::vector<float> want = Naive(plain.view, x, m, n_out);

@@ -1,7 +1,8 @@
 // Weights kept interleaved (quant/kernels.h InterleavedKernel, docs/decisions/0012): the in-place rewrite
-// round-trips, and the tile and the packed kernel over interleaved rows give vec_dot's bits on the GGUF rows
-// for every group count and activation row count, with near-constant worst-case rows among them. Runs
-// wherever a kernel set has an interleaved layout (AVX-512) and says so where none has.
+// round-trips, each row comes back out of its group, and the tile and the packed kernel over interleaved rows
+// give vec_dot's bits on the GGUF rows for every group count and activation row count, with near-constant
+// worst-case rows among them. Runs wherever a kernel set has an interleaved layout (AVX-512) and says so
+// where none has.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -77,6 +78,7 @@ TEST(Interleaved, RewriteRoundTripsAndProductsMatchTheDots) {
       const InterleavedKernel& ik = s.interleaved[f];
       if (ik.interleave == nullptr) continue;
       ASSERT_NE(ik.deinterleave, nullptr);
+      ASSERT_NE(ik.extract_row, nullptr);
       ASSERT_NE(ik.tile, nullptr);
       ASSERT_NE(ik.packed.pack, nullptr);
       ASSERT_EQ(ik.packed.rows, kInterleaveRows);
@@ -88,6 +90,13 @@ TEST(Interleaved, RewriteRoundTripsAndProductsMatchTheDots) {
         std::vector<uint8_t> back = iw;
         ik.deinterleave(back.data(), kRowsW, n);
         ASSERT_EQ(std::memcmp(back.data(), c.w.data(), back.size()), 0) << s.name << " n=" << n;
+        std::vector<uint8_t> row(c.wbytes);
+        for (int r = 0; r < kRowsW; ++r) {
+          const int g = r / kInterleaveRows;
+          ik.extract_row(iw.data() + g * kInterleaveRows * c.wbytes, r % kInterleaveRows, n, row.data());
+          ASSERT_EQ(std::memcmp(row.data(), c.w.data() + r * c.wbytes, c.wbytes), 0)
+              << "row " << r << " n=" << n;
+        }
 
         const int stride = kRowsW + 3;
         std::vector<uint8_t> packed(kGroups * ik.packed.group_bytes(n));
