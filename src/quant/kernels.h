@@ -93,7 +93,7 @@ struct KernelSet {
   // always share their arithmetic.
   VecDotTileFn gemv[kFormatCount] = {};
   PackedKernel packed[kFormatCount] = {};  // optional; never filled from the scalar set
-  InterleavedKernel interleaved[kFormatCount] = {};  // optional; AVX-512 Q4_K only so far
+  InterleavedKernel interleaved[kFormatCount] = {};  // optional; AVX-512 Q4_K and Q8_0 so far
 };
 
 // The scalar reference set (always complete).

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "quant/blocks.h"
-#include "quant/interleaved_q4k.h"
+#include "quant/interleaved.h"
 #include "quant/kernels.h"
 #include "quant/simd_x86.h"
 
@@ -190,6 +190,14 @@ void FillAvx512InterleavedKernels(KernelSet* set) {
   k.tile = TileInterleaved;
   k.packed = set->packed[kQ4_K];
   k.packed.pack = avx512::PackQ4_K16Interleaved;
+
+  InterleavedKernel& q8 = set->interleaved[kQ8_0];
+  q8.interleave = avx512::InterleaveQ8_0;
+  q8.deinterleave = avx512::DeinterleaveQ8_0;
+  q8.extract_row = avx512::ExtractRowQ8_0;
+  q8.tile = avx512::TileInterleavedQ8_0;
+  q8.packed = set->packed[kQ8_0];
+  q8.packed.pack = avx512::PackQ8_0_16Interleaved;
 }
 
 }  // namespace lazyslot::quant

@@ -11,12 +11,13 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <cstring>
+#include <vector>
 
 #include "quant/avx512_kdecode.h"
 #include "quant/avx512_rows.h"
 #include "quant/blocks.h"
 #include "quant/fp16.h"
-#include "quant/interleaved_q4k.h"
+#include "quant/interleaved.h"
 #include "quant/kernels.h"
 #include "quant/simd_x86.h"
 
@@ -33,6 +34,20 @@ struct Packed32x16 {
                      // the nibbles)
 };
 static_assert(sizeof(Packed32x16) == 576);
+
+// Q8_0 rows kept interleaved (docs/decisions/0012): the same group with the f16 scales as stored, in the
+// bytes of the 16 GGUF blocks.
+struct InterleavedQ8_0x16 {
+  uint16_t d[kRows];  // row r's f16 block scale
+  uint8_t q[8][64];   // as Packed32x16::q (w ^ 0x80)
+};
+static_assert(sizeof(InterleavedQ8_0x16) == kRows * sizeof(BlockQ8_0));
+
+// The 16 rows' scales of a group block as floats (f16 -> f32 is exact).
+LS_TARGET_AVX512 inline __m512 Scales(const Packed32x16& b) { return _mm512_loadu_ps(b.d); }
+LS_TARGET_AVX512 inline __m512 Scales(const InterleavedQ8_0x16& b) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.d)));
+}
 
 // Sixteen rows' 32-byte runs (row k in v[k]) interleaved 4 bytes at a time into 8 steps of 64 bytes: step s
 // = bytes 4s..4s+3 of rows 0..15. Rows k and k + 8 share a register, the unpacks of simd::Interleave8x32 work
@@ -101,12 +116,12 @@ LS_TARGET_AVX512 inline __m512i Broadcast4(const int8_t* p) {
 }
 
 // R prepared activation rows against one group; out[i * out_stride + r] for the group's 16 rows r.
-template <int R>
-LS_TARGET_AVX512 void GroupRows(const Packed32x16* w, const avx512::PreparedRow* x, int64_t nb, float* out,
+template <int R, class Group>
+LS_TARGET_AVX512 void GroupRows(const Group* w, const avx512::PreparedRow* x, int64_t nb, float* out,
                                 int64_t out_stride) {
   alignas(64) float acc[R][8][kRows] = {};  // [activation row][phase][weight row]
   for (int64_t ib = 0; ib < nb; ++ib) {
-    const Packed32x16& b = w[ib];
+    const Group& b = w[ib];
     __m512i isum[R];
     for (int i = 0; i < R; ++i) isum[i] = _mm512_setzero_si512();
     for (int s = 0; s < 8; ++s) {
@@ -115,7 +130,7 @@ LS_TARGET_AVX512 void GroupRows(const Packed32x16* w, const avx512::PreparedRow*
         isum[i] = _mm512_dpbusd_epi32(isum[i], q, Broadcast4(x[i].qs + ib * kQK8_0 + 4 * s));
       }
     }
-    const __m512 d = _mm512_loadu_ps(b.d);
+    const __m512 d = Scales(b);
     for (int i = 0; i < R; ++i) {
       const __m512i t = _mm512_sub_epi32(isum[i], _mm512_set1_epi32(x[i].csum[ib]));
       const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(x[i].dx[ib]));
@@ -135,6 +150,7 @@ LS_TARGET_AVX512 void GroupRows(const Packed32x16* w, const avx512::PreparedRow*
 constexpr int kRowsPerPass = 8;  // activation rows per pass over a group: 8 sums + 1 weight register
 
 // Prepared activation rows (avx512_rows.h, x_stride apart) kRowsPerPass at a time against every group.
+template <class Group = Packed32x16>
 LS_TARGET_AVX512 void PackedTilePrepared32(const void* packed, int64_t n_groups, const void* x,
                                            size_t x_stride, int64_t n_x, int64_t n, float* out,
                                            int64_t out_stride) {
@@ -145,7 +161,7 @@ LS_TARGET_AVX512 void PackedTilePrepared32(const void* packed, int64_t n_groups,
     avx512::PreparedRow xs[kRowsPerPass];
     for (int k = 0; k < rows; ++k) xs[k] = avx512::RowAt(xb + (i + k) * x_stride, nb);
     for (int64_t g = 0; g < n_groups; ++g) {
-      const Packed32x16* w = static_cast<const Packed32x16*>(packed) + g * nb;
+      const Group* w = static_cast<const Group*>(packed) + g * nb;
       float* o = out + i * out_stride + g * kRows;
       switch (rows) {
         case 8:
@@ -185,7 +201,7 @@ LS_TARGET_AVX512 void PrepareRow32(const void* x, int64_t n, void* dst) {
 size_t PreparedBytes32(int64_t n) { return avx512::PreparedBytes(n / kQK8_0); }
 
 // Encoded activation rows: prepared kRowsPerPass at a time into a per-thread buffer, then as above.
-template <class Block>
+template <class Block, class Group = Packed32x16>
 LS_TARGET_AVX512 void PackedTile32(const void* packed, int64_t n_groups, const void* x, size_t x_stride,
                                    int64_t n_x, int64_t n, float* out, int64_t out_stride) {
   const uint8_t* xb = static_cast<const uint8_t*>(x);
@@ -194,7 +210,7 @@ LS_TARGET_AVX512 void PackedTile32(const void* packed, int64_t n_groups, const v
   for (int64_t i = 0; i < n_x; i += kRowsPerPass) {
     const int rows = static_cast<int>(n_x - i < kRowsPerPass ? n_x - i : kRowsPerPass);
     for (int k = 0; k < rows; ++k) PrepareRow32<Block>(xb + (i + k) * x_stride, n, mem + k * pb);
-    PackedTilePrepared32(packed, n_groups, mem, pb, rows, n, out + i * out_stride, out_stride);
+    PackedTilePrepared32<Group>(packed, n_groups, mem, pb, rows, n, out + i * out_stride, out_stride);
   }
 }
 
@@ -255,7 +271,7 @@ LS_TARGET_AVX512 void PackQ4_K16(const void* w, size_t w_stride, int64_t n, void
   }
 }
 
-// The same group from Q4_K rows kept interleaved (interleaved_q4k.h): the 16 rows' scales decoded at once
+// The same group from Q4_K rows kept interleaved (interleaved.h): the 16 rows' scales decoded at once
 // and widened into their lanes (f16 -> f32 is exact, as F16ToF32), the nibbles moved from step-major [s][p]
 // to [p][s] order.
 LS_TARGET_AVX512 void PackQ4_K16FromInterleaved(const void* w, int64_t n, void* dst) {
@@ -269,7 +285,8 @@ LS_TARGET_AVX512 void PackQ4_K16FromInterleaved(const void* w, int64_t n, void* 
     InterleavedScalesQ4K sm;
     DecodeScales(g, &sm);
     for (int j = 0; j < 8; ++j) {
-      _mm512_storeu_si512(p.sc[j], _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sm.sc[j]))));
+      _mm512_storeu_si512(p.sc[j],
+                          _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sm.sc[j]))));
     }
     for (int q = 0; q < 4; ++q) {  // words 2r, 2r + 1 = row r's mins of sub-blocks 2q, 2q + 1
       const __m128i a = _mm_load_si128(reinterpret_cast<const __m128i*>(sm.mn[2 * q]));
@@ -500,6 +517,69 @@ size_t GroupBytesK(int64_t n) {
 size_t GroupBytes32(int64_t n) { return static_cast<size_t>(n / kQK8_0) * sizeof(Packed32x16); }
 
 }  // namespace
+
+// ---- Q8_0 rows kept interleaved (InterleavedQ8_0x16): one group rewritten through a copy of its rows.
+static LS_TARGET_AVX512 void InterleaveQ8_0Rows(void* rows, int64_t n_rows, int64_t n) {
+  const int64_t nb = n / kQK8_0;
+  const size_t row_bytes = static_cast<size_t>(nb) * sizeof(BlockQ8_0);
+  std::vector<uint8_t> tmp;
+  for (int64_t g = 0; g < n_rows / kRows; ++g) {
+    uint8_t* group = static_cast<uint8_t*>(rows) + g * kRows * row_bytes;
+    tmp.assign(group, group + kRows * row_bytes);
+    InterleavedQ8_0x16* out = reinterpret_cast<InterleavedQ8_0x16*>(group);
+    for (int64_t ib = 0; ib < nb; ++ib) {
+      __m256i v[kRows];
+      for (int r = 0; r < kRows; ++r) {
+        const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(tmp.data() + r * row_bytes)[ib];
+        out[ib].d[r] = b.d;
+        v[r] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)),
+                                _mm256_set1_epi8(static_cast<char>(0x80)));
+      }
+      Interleave16x32(v, out[ib].q);
+    }
+  }
+}
+
+void avx512::InterleaveQ8_0(void* rows, int64_t n_rows, int64_t n) { InterleaveQ8_0Rows(rows, n_rows, n); }
+
+void avx512::ExtractRowQ8_0(const void* group, int r, int64_t n, void* dst) {
+  const InterleavedQ8_0x16* g = static_cast<const InterleavedQ8_0x16*>(group);
+  BlockQ8_0* out = static_cast<BlockQ8_0*>(dst);
+  for (int64_t ib = 0; ib < n / kQK8_0; ++ib) {
+    out[ib].d = g[ib].d[r];
+    for (int s = 0; s < 8; ++s) {
+      for (int k = 0; k < 4; ++k) out[ib].qs[4 * s + k] = static_cast<int8_t>(g[ib].q[s][4 * r + k] ^ 0x80);
+    }
+  }
+}
+
+void avx512::DeinterleaveQ8_0(void* rows, int64_t n_rows, int64_t n) {
+  const size_t row_bytes = static_cast<size_t>(n / kQK8_0) * sizeof(BlockQ8_0);
+  std::vector<uint8_t> tmp;
+  for (int64_t g = 0; g < n_rows / kRows; ++g) {
+    uint8_t* group = static_cast<uint8_t*>(rows) + g * kRows * row_bytes;
+    tmp.assign(group, group + kRows * row_bytes);
+    for (int r = 0; r < kRows; ++r) ExtractRowQ8_0(tmp.data(), r, n, group + r * row_bytes);
+  }
+}
+
+void avx512::TileInterleavedQ8_0(const void* w, size_t, int64_t n_w, const void* x, size_t x_stride,
+                                 int64_t n_x, int64_t n, float* out, int64_t out_stride) {
+  PackedTile32<BlockQ8_0, InterleavedQ8_0x16>(w, n_w / kRows, x, x_stride, n_x, n, out, out_stride);
+}
+
+// PackFn over one interleaved Q8_0 group: the scales widened, the values as they are.
+static LS_TARGET_AVX512 void PackQ8_0FromInterleaved(const void* w, int64_t n, void* dst) {
+  const InterleavedQ8_0x16* in = static_cast<const InterleavedQ8_0x16*>(w);
+  Packed32x16* out = static_cast<Packed32x16*>(dst);
+  for (int64_t ib = 0; ib < n / kQK8_0; ++ib) {
+    _mm512_storeu_ps(out[ib].d, Scales(in[ib]));
+    std::memcpy(out[ib].q, in[ib].q, sizeof(in[ib].q));
+  }
+}
+void avx512::PackQ8_0_16Interleaved(const void* w, size_t, int64_t n, void* dst) {
+  PackQ8_0FromInterleaved(w, n, dst);
+}
 
 void avx512::PackQ4_K16Interleaved(const void* w, size_t, int64_t n, void* dst) {
   PackQ4_K16FromInterleaved(w, n, dst);

@@ -1,13 +1,15 @@
-// A model whose Q4_K matrices are kept interleaved (docs/decisions/0012) gives the logits of the same model
-// on GGUF rows bit for bit: a prompt of two sequences in one batch, then single-token decode steps, and again
-// after its weights were released and copied back (the copy re-applies the layout). The layout is installed
-// into the active kernels by hand, so the test does not depend on the load's timing. Runs where a kernel set
-// has the layout (AVX-512) and the weights can go onto huge pages; says so where not.
+// A model whose Q4_K (or Q8_0) matrices are kept interleaved (docs/decisions/0012) gives the logits of the
+// same model on GGUF rows bit for bit: a prompt of two sequences in one batch, then single-token decode
+// steps, and again after its weights were released and copied back (the copy re-applies the layout). The
+// layout is installed into the active kernels by hand, so the test does not depend on the load's timing. Runs
+// where a kernel set has the layout (AVX-512) and the weights can go onto huge pages; says so where not.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kv/kv_cache.h"
@@ -58,10 +60,13 @@ int InterleavedMatrices(const Model& m) {
   return n;
 }
 
-TEST(InterleavedWeights, LogitsEqualTheGgufRowsBeforeAndAfterARelease) {
-  REQUIRE_SHARED_FILE("models/qwen3-tiny-q4_k_m.gguf");
-  const std::string path = testing::SharedPath("models/qwen3-tiny-q4_k_m.gguf");
-  const int f = quant::FormatIndex(TensorType::kQ4_K);
+class InterleavedWeights : public ::testing::TestWithParam<std::pair<const char*, TensorType>> {};
+
+TEST_P(InterleavedWeights, LogitsEqualTheGgufRowsBeforeAndAfterARelease) {
+  const std::string rel = std::string("models/") + GetParam().first + ".gguf";
+  REQUIRE_SHARED_FILE(rel);
+  const std::string path = testing::SharedPath(rel);
+  const int f = quant::FormatIndex(GetParam().second);
   const quant::KernelSet* with = nullptr;
   static const std::vector<quant::KernelSet> sets = quant::AvailableKernels();
   for (const quant::KernelSet& s : sets) {
@@ -71,7 +76,8 @@ TEST(InterleavedWeights, LogitsEqualTheGgufRowsBeforeAndAfterARelease) {
     std::printf("no kernel set on this CPU has an interleaved layout: nothing to compare\n");
     return;
   }
-  // The plain model first: its load selects the process's Q4_K kernels; then the layout is installed.
+  // The plain model first: its load selects the process's kernels for the format; then the layout is
+  // installed.
   auto plain = Model::Load(path, {.threads = 2, .huge_pages = false});
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
   ASSERT_EQ(InterleavedMatrices(**plain), 0);
@@ -105,6 +111,11 @@ TEST(InterleavedWeights, LogitsEqualTheGgufRowsBeforeAndAfterARelease) {
   ASSERT_EQ(got.size(), want.size());
   EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << "after a release";
 }
+
+INSTANTIATE_TEST_SUITE_P(Formats, InterleavedWeights,
+                         ::testing::Values(std::make_pair("qwen3-tiny-q4_k_m", TensorType::kQ4_K),
+                                           std::make_pair("qwen3-tiny-q8_0", TensorType::kQ8_0)),
+                         [](const auto& info) { return std::string(TypeName(info.param.second)); });
 
 }  // namespace
 }  // namespace lazyslot

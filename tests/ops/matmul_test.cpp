@@ -176,18 +176,11 @@ TEST(MatMul, GenerationConfirmsTheGemvWithoutChangingABit) {
 
 // Weights kept interleaved (quant::InterleavedKernel, docs/decisions/0012) give the plain rows' bits through
 // every path: one row (generation), the small-batch tile, the packed kernel for prompts, mixed with plain
-// targets in one MatMulMulti, on 1-3 threads; GetRow gives the plain rows' values. Runs where a kernel set has the layout (AVX-512).
-TEST(MatMul, InterleavedWeightsGiveThePlainRowsBits) {
-  const std::vector<quant::KernelSet> sets = quant::AvailableKernels();
-  const quant::KernelSet* with = nullptr;
-  const int f = quant::FormatIndex(TensorType::kQ4_K);
-  for (const quant::KernelSet& s : sets) {
-    if (s.interleaved[f].interleave) with = &s;
-  }
-  if (!with) {
-    std::printf("no kernel set on this CPU has an interleaved layout: nothing to compare\n");
-    return;
-  }
+// targets in one MatMulMulti, on 1-3 threads; GetRow gives the plain rows' values. Runs where a kernel set
+// has the layout (AVX-512). One format's interleaved layout from `with` (installed in the active set for the
+// test's length).
+void CheckInterleaved(const quant::KernelSet* with, TensorType type) {
+  const int f = quant::FormatIndex(type);
   quant::KernelSet& active = quant::MutableActiveKernels();
   struct Restore {  // the active set as it was, however the test ends
     quant::InterleavedKernel& entry;
@@ -201,12 +194,12 @@ TEST(MatMul, InterleavedWeightsGiveThePlainRowsBits) {
     MatMulScratch scratch;
     for (int64_t n_in : {256, 1024}) {
       for (int64_t n_out : {16, 48, 320}) {
-        const Matrix plain = RandomMatrix(TensorType::kQ4_K, n_in, n_out, rng);
+        const Matrix plain = RandomMatrix(type, n_in, n_out, rng);
         Matrix inter = plain;
         inter.view.data = inter.bytes.data();
         with->interleaved[f].interleave(inter.bytes.data(), n_out, n_in);
         inter.view.interleaved = true;
-        const Matrix other = RandomMatrix(TensorType::kQ4_K, n_in, 32, rng);
+        const Matrix other = RandomMatrix(type, n_in, 32, rng);
         std::vector<float> row(n_in), row_plain(n_in);
         for (int64_t r = 0; r < n_out; ++r) {  // the embedding lookup reads through the layout too
           GetRow(inter.view, r, row.data());
@@ -219,7 +212,8 @@ TEST(MatMul, InterleavedWeightsGiveThePlainRowsBits) {
           std::vector<float> y(m * n_out, -1.0f), y2(m * 32, -1.0f);
           MatMul(pool, inter.view, x.data(), m, y.data(), n_out, scratch);
           ASSERT_EQ(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)), 0)
-              << "n_in " << n_in << " n_out " << n_out << " m " << m << " threads " << threads;
+              << TypeName(type) << " n_in " << n_in << " n_out " << n_out << " m " << m << " threads "
+              << threads;
           const MatMulTarget t[2] = {{&inter.view, y.data(), n_out}, {&other.view, y2.data(), 32}};
           std::fill(y.begin(), y.end(), -1.0f);
           MatMulMulti(pool, t, 2, x.data(), m, scratch);
@@ -231,6 +225,21 @@ TEST(MatMul, InterleavedWeightsGiveThePlainRowsBits) {
       }
     }
   }
+}
+
+TEST(MatMul, InterleavedWeightsGiveThePlainRowsBits) {
+  const std::vector<quant::KernelSet> sets = quant::AvailableKernels();
+  int checked = 0;
+  for (TensorType type : {TensorType::kQ4_K, TensorType::kQ8_0}) {
+    const quant::KernelSet* with = nullptr;
+    for (const quant::KernelSet& s : sets) {
+      if (s.interleaved[quant::FormatIndex(type)].interleave) with = &s;
+    }
+    if (!with) continue;
+    CheckInterleaved(with, type);
+    ++checked;
+  }
+  if (checked == 0) std::printf("no kernel set on this CPU has an interleaved layout: nothing to compare\n");
 }
 
 }  // namespace

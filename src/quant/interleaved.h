@@ -1,6 +1,7 @@
-// Q4_K weights interleaved 16 rows at a time (docs/decisions/0012): the block layout and its scale decode,
-// shared by the AVX-512 interleaved kernels (kernels_avx512_interleaved.cpp) and the packer that feeds
-// prompts from it (kernels_avx512_packed.cpp).
+// Weights interleaved 16 rows at a time (docs/decisions/0012). Q4_K: the block layout and its scale decode,
+// shared by its AVX-512 kernels (kernels_avx512_interleaved.cpp) and the packer that feeds prompts from it
+// (kernels_avx512_packed.cpp). Q8_0: the functions of its layout, which is the packed prompt kernel's group
+// with f16 scales (kernels_avx512_packed.cpp). FillAvx512InterleavedKernels installs both.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +51,14 @@ void ExtractRowQ4K(const void* group, int r, int64_t n, void* dst);
 namespace avx512 {
 // PackFn over one interleaved group (w_stride: the rows' GGUF row bytes): the AVX-512 packed Q4_K group.
 void PackQ4_K16Interleaved(const void* w, size_t w_stride, int64_t n, void* dst);
+
+// Q8_0: InterleavedKernel's functions (quant/kernels.h).
+void InterleaveQ8_0(void* rows, int64_t n_rows, int64_t n);
+void DeinterleaveQ8_0(void* rows, int64_t n_rows, int64_t n);
+void ExtractRowQ8_0(const void* group, int r, int64_t n, void* dst);
+void TileInterleavedQ8_0(const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride,
+                         int64_t n_x, int64_t n, float* out, int64_t out_stride);
+void PackQ8_0_16Interleaved(const void* w, size_t w_stride, int64_t n, void* dst);
 }  // namespace avx512
 
 }  // namespace lazyslot::quant
