@@ -1,5 +1,6 @@
 // AVX-512 kernels of Q4_K weights kept interleaved 16 rows at a time (docs/decisions/0012): the layout, the
-// in-place rewrite between it and the GGUF rows, and the products that read it.
+// in-place rewrite between it and the GGUF rows, and the products that read it. (Q8_0's interleaved layout
+// is the packed prompt group's, in kernels_avx512_packed.cpp; FillAvx512InterleavedKernels installs both.)
 //
 // A group of 16 rows is rewritten super-block by super-block, in the 16 * 144 bytes the rows held, into
 //   d[16], dmin[16]      (f16, row r in lane r)

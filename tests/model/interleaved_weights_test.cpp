@@ -12,11 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include "interleaved_util.h"
 #include "kv/kv_cache.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "quant/kernels.h"
 #include "test_util.h"
+#include "interleaved_util.h"
 
 namespace lazyslot {
 namespace {
@@ -81,13 +83,7 @@ TEST_P(InterleavedWeights, LogitsEqualTheGgufRowsBeforeAndAfterARelease) {
   auto plain = Model::Load(path, {.threads = 2, .huge_pages = false});
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
   ASSERT_EQ(InterleavedMatrices(**plain), 0);
-  quant::KernelSet& active = quant::MutableActiveKernels();
-  struct Restore {  // the active set as it was, however the test ends
-    quant::InterleavedKernel& entry;
-    quant::InterleavedKernel saved;
-    ~Restore() { entry = saved; }
-  } restore{active.interleaved[f], active.interleaved[f]};
-  active.interleaved[f] = with->interleaved[f];
+  const testing::ScopedInterleaved installed(*with, f);
 
   auto inter = Model::Load(path, {.threads = 2, .huge_pages = true});
   ASSERT_TRUE(inter.ok()) << inter.status().ToString();

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "interleaved_util.h"
 #include "quant/gemv_confirm.h"
 #include "quant/kernels.h"
 #include "quant/quant.h"
@@ -181,13 +182,7 @@ TEST(MatMul, GenerationConfirmsTheGemvWithoutChangingABit) {
 // test's length).
 void CheckInterleaved(const quant::KernelSet* with, TensorType type) {
   const int f = quant::FormatIndex(type);
-  quant::KernelSet& active = quant::MutableActiveKernels();
-  struct Restore {  // the active set as it was, however the test ends
-    quant::InterleavedKernel& entry;
-    quant::InterleavedKernel saved;
-    ~Restore() { entry = saved; }
-  } restore{active.interleaved[f], active.interleaved[f]};
-  active.interleaved[f] = with->interleaved[f];
+  const testing::ScopedInterleaved installed(*with, f);
   std::mt19937 rng(11);
   for (int threads : {1, 2, 3}) {
     ThreadPool pool(threads);
