@@ -1,6 +1,6 @@
 // Test helper: installs a kernel set's interleaved layout of one format (quant::InterleavedKernel,
-// docs/decisions/0012) into the active kernels for the helper's lifetime, whatever the load's selection chose,
-// and puts the entry back however the test ends.
+// docs/decisions/0012) into the active kernels for the helper's lifetime, whatever the load's selection
+// chose, and puts the entry back however the test ends.
 #pragma once
 
 #include "quant/kernels.h"
