@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -118,7 +119,9 @@ TEST(GemvConfirmation, OneCandidateIsSettledFromTheStart) {
 }
 
 // The process-wide confirmation of one format, fed by four threads at once (several models decoding): it
-// settles once, and every product after that takes the winner without being a sample.
+// settles once, and every product after that takes the winner without being a sample. The threads start
+// together and each decodes until it has seen the settled pick and then 20 steps more (a cap of 100000 steps
+// fails the test if it never settles), so a thread that the scheduler runs late or alone still sees both.
 TEST(GemvConfirmation, ThreadsDecodingAtOnceSettleItOnce) {
   const int f = kQ5_K;
   EXPECT_FALSE(GemvConfirmationPending());
@@ -127,17 +130,24 @@ TEST(GemvConfirmation, ThreadsDecodingAtOnceSettleItOnce) {
   EXPECT_TRUE(GemvConfirmationPending());
   std::vector<std::thread> threads;
   std::vector<int> keys(4 * 8);
-  std::vector<int> after_settled(4, 0);
+  std::vector<int> after_settled(4, 0), samples_after(4, 0), steps(4, 0);
+  std::atomic<int> ready{0};
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      for (int step = 0; step < 200; ++step) {
+      ready.fetch_add(1);
+      while (ready.load() < 4) std::this_thread::yield();
+      int left = -1;  // steps still to run once the settled pick was seen
+      for (int step = 0; step < 100000 && left != 0; ++step, ++steps[t]) {
+        if (left > 0) --left;
         for (int k = 0; k < 8; ++k) {
           const void* key = &keys[8 * t + k];
           const GemvPick p = PickGemv(f, key);
           if (p.candidate < 0) {
             after_settled[t] += p.dot == &DotC ? 1 : 0;
+            if (left < 0) left = 20;
             continue;
           }
+          if (left >= 0) ++samples_after[t];
           ReportGemv(f, key, p.candidate, p.candidate == 2 ? 1e-3 : 2e-3, 1e6);
         }
       }
@@ -147,7 +157,11 @@ TEST(GemvConfirmation, ThreadsDecodingAtOnceSettleItOnce) {
   EXPECT_FALSE(GemvConfirmationPending());
   const std::string summary = GemvConfirmationSummary(f);
   EXPECT_EQ(summary.rfind("q5_K gemv in decode avx2 ", 0), 0u) << summary;
-  for (int t = 0; t < 4; ++t) EXPECT_GT(after_settled[t], 0) << "thread " << t;
+  for (int t = 0; t < 4; ++t) {
+    EXPECT_GE(after_settled[t], 20 * 8) << "thread " << t << " after " << steps[t] << " steps";
+    EXPECT_EQ(samples_after[t], 0) << "thread " << t;
+    EXPECT_LT(steps[t], 100000) << "thread " << t;
+  }
   const GemvPick p = PickGemv(f, &keys[0]);
   EXPECT_EQ(p.dot, &DotC);
   EXPECT_EQ(p.candidate, -1);
