@@ -256,7 +256,11 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
   if (work < (int64_t{1} << 15)) {
     run(0, n_chunks);
   } else {
-    pool.ParallelForDynamic(n_chunks, 1, run);
+    if (m <= kDecodeRows) {
+      pool.ParallelForRanges(n_chunks, [&](int64_t c) { run(c, c + 1); });
+    } else {
+      pool.ParallelForDynamic(n_chunks, 1, run);
+    }
   }
   if (sample_key) {
     double bytes = 0;

@@ -33,7 +33,8 @@ int ThreadPool::DefaultThreads() {
   return n > 0 ? n : 1;
 }
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads > 0 ? n_threads : DefaultThreads()) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(n_threads > 0 ? n_threads : DefaultThreads()), ranges_(new Range[n_threads_]) {
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
 
@@ -144,6 +145,41 @@ void ThreadPool::ParallelForDynamic(int64_t n, int64_t chunk,
   Run([&](int, int) {
     for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < n_chunks;) {
       fn(c * chunk, std::min(n, (c + 1) * chunk));
+    }
+  });
+}
+
+namespace {
+
+// Takes one chunk of a range: from the front (its owner) or the back (another thread); -1 when it is empty.
+int64_t TakeChunk(std::atomic<uint64_t>& bounds, bool front) {
+  uint64_t b = bounds.load(std::memory_order_relaxed);
+  for (;;) {
+    const uint32_t lo = static_cast<uint32_t>(b), hi = static_cast<uint32_t>(b >> 32);
+    if (lo >= hi) return -1;
+    const uint64_t next = front ? b + 1 : b - (uint64_t{1} << 32);
+    if (bounds.compare_exchange_weak(b, next, std::memory_order_relaxed)) return front ? lo : hi - 1;
+  }
+}
+
+}  // namespace
+
+void ThreadPool::ParallelForRanges(int64_t n, const std::function<void(int64_t)>& fn) {
+  if (n <= 0) return;
+  if (n_threads_ == 1 || n == 1 || n > int64_t{0xffffffff}) {
+    for (int64_t c = 0; c < n; ++c) fn(c);
+    return;
+  }
+  const int nth = n_threads_;
+  for (int t = 0; t < nth; ++t) {
+    const uint64_t lo = static_cast<uint64_t>(n * t / nth), hi = static_cast<uint64_t>(n * (t + 1) / nth);
+    ranges_[t].bounds.store(hi << 32 | lo, std::memory_order_relaxed);
+  }
+  Run([&](int ith, int) {  // Run's start publishes the stores above (release/acquire on generation_)
+    for (int64_t c; (c = TakeChunk(ranges_[ith].bounds, true)) >= 0;) fn(c);
+    for (int k = 1; k < nth; ++k) {
+      std::atomic<uint64_t>& other = ranges_[(ith + k) % nth].bounds;
+      for (int64_t c; (c = TakeChunk(other, false)) >= 0;) fn(c);
     }
   });
 }

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -39,6 +40,14 @@ class ThreadPool {
   // Runs inline, as one call fn(0, n), with a single thread or a single chunk.
   void ParallelForDynamic(int64_t n, int64_t chunk, const std::function<void(int64_t begin, int64_t end)>& fn);
 
+  // Splits the chunks [0, n) into one contiguous range per thread; each thread runs its range's chunks
+  // in order, front to back, then takes the chunks left in the other ranges from their backs. A generating
+  // step streams the weights: a thread's next chunk then starts where its last one ended, so the hardware
+  // prefetcher keeps its stream (with chunks handed out in turn, each new chunk paid a cold start), while a
+  // descheduled or slower thread still leaves its last chunks to the others. fn(c) runs each chunk once.
+  // Runs inline, in order, with a single thread or a single chunk.
+  void ParallelForRanges(int64_t n, const std::function<void(int64_t chunk)>& fn);
+
   static int DefaultThreads();
 
  private:
@@ -60,6 +69,12 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<int> sleeping_{0};
+  // ParallelForRanges: per thread's range, (back << 32 | front) of the chunks not yet taken, one cache
+  // line each.
+  struct alignas(64) Range {
+    std::atomic<uint64_t> bounds{0};
+  };
+  std::unique_ptr<Range[]> ranges_;
 };
 
 }  // namespace lazyslot

@@ -1,7 +1,12 @@
-// ThreadPool: Run reaches every thread once; ParallelFor and ParallelForDynamic cover each index exactly once.
+// ThreadPool: Run reaches every thread once; ParallelFor, ParallelForDynamic and ParallelForRanges cover each
+// index exactly once; ParallelForRanges runs a thread's own range in order and lets a fast thread take the
+// chunks a slow one has not reached.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "ops/thread_pool.h"
@@ -45,6 +50,51 @@ TEST(ThreadPool, ParallelForsCoverEachIndexOnce) {
       }
     }
   }
+}
+
+TEST(ThreadPool, ParallelForRangesRunsEachChunkOnce) {
+  for (int threads : {1, 2, 3, 4}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 2, 3, 5, 64, 1001}) {
+      for (int rep = 0; rep < 20; ++rep) {
+        std::vector<std::atomic<int>> hits(n);
+        pool.ParallelForRanges(n, [&](int64_t c) { hits[c].fetch_add(1); });
+        for (int64_t c = 0; c < n; ++c) {
+          ASSERT_EQ(hits[c].load(), 1) << "chunk " << c << " n=" << n << " threads=" << threads;
+        }
+      }
+    }
+  }
+}
+
+// Two threads, the worker 5 ms per chunk and the caller instant: the caller runs its own range front to
+// back, then the chunks of the worker's range that the worker has not reached, from the back.
+TEST(ThreadPool, ParallelForRangesLetsAFastThreadTakeASlowOnesChunks) {
+  ThreadPool pool(2);
+  constexpr int64_t kN = 32;
+  const std::thread::id caller = std::this_thread::get_id();
+  std::mutex mu;
+  std::vector<int64_t> by_caller;
+  int64_t by_worker = 0;
+  pool.ParallelForRanges(kN, [&](int64_t c) {
+    if (std::this_thread::get_id() != caller) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::lock_guard<std::mutex> lock(mu);
+      ++by_worker;
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    by_caller.push_back(c);
+  });
+  ASSERT_EQ(static_cast<int64_t>(by_caller.size()) + by_worker, kN);
+  ASSERT_LT(by_worker, kN / 2) << "the caller took none of the slow thread's chunks";
+  // The caller's chunks: one range in order (its own, or both when the worker joined late) ...
+  size_t i = 1;
+  while (i < by_caller.size() && by_caller[i] == by_caller[i - 1] + 1) ++i;
+  EXPECT_TRUE(by_caller[0] == 0 || by_caller[0] == kN / 2) << by_caller[0];
+  EXPECT_EQ(i, static_cast<size_t>(kN / 2));
+  // ... then the other range's remaining chunks from its back.
+  for (size_t j = i + 1; j < by_caller.size(); ++j) EXPECT_EQ(by_caller[j], by_caller[j - 1] - 1) << j;
 }
 
 }  // namespace
