@@ -142,7 +142,7 @@ TEST(MatMul, MultiMatchesSeparateCallsWithMixedTypes) {
 // after its warm-up and kVisits visits per candidate. Candidates: the best set's gemv and the plain loop over
 // its dot, which give the same bits.
 TEST(MatMul, GenerationConfirmsTheGemvWithoutChangingABit) {
-  const std::vector<quant::KernelSet> sets = quant::AvailableKernels();
+  const std::vector<quant::KernelSet> sets = testing::UsableKernels();
   const quant::KernelSet& best = sets.back();
   const int f = quant::FormatIndex(TensorType::kQ4_K);
   quant::BeginGemvConfirmation(
@@ -223,7 +223,7 @@ void CheckInterleaved(const quant::KernelSet* with, TensorType type) {
 }
 
 TEST(MatMul, InterleavedWeightsGiveThePlainRowsBits) {
-  const std::vector<quant::KernelSet> sets = quant::AvailableKernels();
+  const std::vector<quant::KernelSet> sets = testing::UsableKernels();
   int checked = 0;
   for (TensorType type : {TensorType::kQ4_K, TensorType::kQ8_0}) {
     const quant::KernelSet* with = nullptr;
@@ -234,7 +234,10 @@ TEST(MatMul, InterleavedWeightsGiveThePlainRowsBits) {
     CheckInterleaved(with, type);
     ++checked;
   }
-  if (checked == 0) std::printf("no kernel set on this CPU has an interleaved layout: nothing to compare\n");
+  if (checked == 0) {
+    std::printf("no kernel set that this CPU and LAZYSLOT_ISA allow has an interleaved layout: nothing to "
+                "compare\n");
+  }
 }
 
 }  // namespace
