@@ -313,7 +313,7 @@ template <int R>
 LS_TARGET_AVX2 void GroupRowsQ4_0(const Packed32x8* w, const BlockQ8_0* const* x, int64_t nb, float* out,
                                   int64_t out_stride) {
   const __m256i ones = _mm256_set1_epi16(1);
-  alignas(32) float acc[R][8][8] = {};  // [activation row][phase][weight row]
+  alignas(32) float acc[R][8][8];  // [activation row][phase][weight row]; a phase starts at its first block
   for (int64_t ib = 0; ib < nb; ++ib) {
     const Packed32x8& b = w[ib];
     __m256i isum[R];
@@ -332,10 +332,10 @@ LS_TARGET_AVX2 void GroupRowsQ4_0(const Packed32x8* w, const BlockQ8_0* const* x
           _mm256_sub_epi32(_mm256_madd_epi16(isum[i], ones), _mm256_slli_epi32(BlockSumAll(x[i][ib].qs), 3));
       float* a = acc[i][ib % 8];
       const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(simd::HalfToFloat(x[i][ib].d)));
-      _mm256_store_ps(a, _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), _mm256_load_ps(a)));
+      _mm256_store_ps(a, _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), simd::PhaseStart(a, ib)));
     }
   }
-  for (int i = 0; i < R; ++i) _mm256_storeu_ps(out + i * out_stride, simd::PhaseSum(acc[i]));
+  for (int i = 0; i < R; ++i) _mm256_storeu_ps(out + i * out_stride, simd::PhaseSum(acc[i], nb));
 }
 
 // ---- Q8_0 weights without the sign trick: u = w + 128 (0..255) is split at pack time into nibbles,
@@ -399,7 +399,7 @@ template <int R>
 LS_TARGET_AVX2 void GroupRowsQ8(const PackedQ8x8* w, const PreparedQ8* const* x, int64_t nb, float* out,
                                 int64_t out_stride) {
   const __m256i ones = _mm256_set1_epi16(1), sixteen = _mm256_set1_epi16(16);
-  alignas(32) float acc[R][8][8] = {};  // [activation row][phase][weight row]
+  alignas(32) float acc[R][8][8];  // [activation row][phase][weight row]; a phase starts at its first block
   for (int64_t ib = 0; ib < nb; ++ib) {
     const PackedQ8x8& b = w[ib];
     __m256i sl[R], sh[R];
@@ -422,10 +422,10 @@ LS_TARGET_AVX2 void GroupRowsQ8(const PackedQ8x8* w, const PreparedQ8* const* x,
           _mm256_set1_epi32(x[i][ib].csum));
       float* a = acc[i][ib % 8];
       const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(x[i][ib].dx));
-      _mm256_store_ps(a, _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), _mm256_load_ps(a)));
+      _mm256_store_ps(a, _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), simd::PhaseStart(a, ib)));
     }
   }
-  for (int i = 0; i < R; ++i) _mm256_storeu_ps(out + i * out_stride, simd::PhaseSum(acc[i]));
+  for (int i = 0; i < R; ++i) _mm256_storeu_ps(out + i * out_stride, simd::PhaseSum(acc[i], nb));
 }
 
 // ---- The driver: groups one after another, activation rows kRowsPerPass at a time. Kernel::Rows<R> runs R

@@ -119,7 +119,7 @@ LS_TARGET_AVX512 inline __m512i Broadcast4(const int8_t* p) {
 template <int R, class Group>
 LS_TARGET_AVX512 void GroupRows(const Group* w, const avx512::PreparedRow* x, int64_t nb, float* out,
                                 int64_t out_stride) {
-  alignas(64) float acc[R][8][kRows] = {};  // [activation row][phase][weight row]
+  alignas(64) float acc[R][8][kRows];  // [activation row][phase][weight row]: simd_x86.h's PhaseStart
   for (int64_t ib = 0; ib < nb; ++ib) {
     const Group& b = w[ib];
     __m512i isum[R];
@@ -135,12 +135,13 @@ LS_TARGET_AVX512 void GroupRows(const Group* w, const avx512::PreparedRow* x, in
       const __m512i t = _mm512_sub_epi32(isum[i], _mm512_set1_epi32(x[i].csum[ib]));
       const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(x[i].dx[ib]));
       float* a = acc[i][ib % 8];
-      _mm512_store_ps(a, _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(t), _mm512_load_ps(a)));
+      const __m512 prev = ib < 8 ? _mm512_setzero_ps() : _mm512_load_ps(a);
+      _mm512_store_ps(a, _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(t), prev));
     }
   }
   for (int i = 0; i < R; ++i) {
     __m512 a[8];
-    for (int k = 0; k < 8; ++k) a[k] = _mm512_load_ps(acc[i][k]);
+    for (int k = 0; k < 8; ++k) a[k] = k < nb ? _mm512_load_ps(acc[i][k]) : _mm512_setzero_ps();
     const __m512 sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
                                      _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
     _mm512_storeu_ps(out + i * out_stride, sum);
