@@ -1,7 +1,8 @@
 // Attention for one (token, kv head group): scores over the slot's cells, softmax, weighted sum of V rows.
 // F16 caches take vectorized paths that round exactly as the scalar definition of each mode does (kStandard
 // without FMA, kFlash with FMA in a fixed lane order); other cache types use the scalar definitions. The
-// flash path's V pass has an AVX2 and an AVX-512 form (the same operations per value), timed once.
+// flash path's V pass has an AVX2 and an AVX-512 form (the same operations per value), timed once for
+// generation's shape and once for a prompt's.
 // GCC 12 warns about its own AVX-512 headers (_mm512_undefined_* self-initialisation, GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -11,12 +12,14 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/exp_simd.h"
@@ -248,40 +251,44 @@ LS_TARGET_AVX2 inline void ScoresF16(const uint8_t* const* k, const float* q, in
   }
 }
 
-// acc[h][d0, d0 + 8 DC) += p[h][jj] * v_jj for the block's keys in order (F16-rounded), for NQ heads.
+// acc[h][d0, d0 + 8 DC) += p[h][jj] * v_jj for the block's keys in order (F16-rounded), for NQ rows (heads,
+// or a prompt's tokens times heads) that each have their own probabilities p[h] and accumulator acc[h].
+// Always inlined: as a call of its own, generation's form (16 accumulators and 8 V registers against
+// AVX2's 16) spilled worse and took 0.09-0.10 ns per key, value and row instead of 0.07.
 template <int NQ, int DC, bool kF32>
-LS_TARGET_AVX2 inline void AccumulateF16(const uint8_t* const* v, int nb, const float* p, float* acc, int hd,
-                                         int d0) {
+LS_TARGET_AVX2 __attribute__((always_inline)) inline void AccumulateF16(const uint8_t* const* v, int nb,
+                                                                        const float* const* p,
+                                                                        float* const* acc, int d0) {
   __m256 a[NQ][DC];
   for (int h = 0; h < NQ; ++h) {
-    for (int c = 0; c < DC; ++c) a[h][c] = _mm256_loadu_ps(acc + h * hd + d0 + 8 * c);
+    for (int c = 0; c < DC; ++c) a[h][c] = _mm256_loadu_ps(acc[h] + d0 + 8 * c);
   }
   for (int jj = 0; jj < nb; ++jj) {
     __m256 vf[DC];
     for (int c = 0; c < DC; ++c) vf[c] = LoadRow8<kF32>(v[jj], d0 + 8 * c);
     for (int h = 0; h < NQ; ++h) {
-      const __m256 ph = _mm256_broadcast_ss(p + h * kKeyBlock + jj);
+      const __m256 ph = _mm256_broadcast_ss(p[h] + jj);
       for (int c = 0; c < DC; ++c) a[h][c] = RoundF16x8(_mm256_fmadd_ps(ph, vf[c], a[h][c]));
     }
   }
   for (int h = 0; h < NQ; ++h) {
-    for (int c = 0; c < DC; ++c) _mm256_storeu_ps(acc + h * hd + d0 + 8 * c, a[h][c]);
+    for (int c = 0; c < DC; ++c) _mm256_storeu_ps(acc[h] + d0 + 8 * c, a[h][c]);
   }
 }
 
 // AccumulateF16 on 16 lanes (AVX-512 F): the same operations per value, so the same bits.
 template <int NQ, int DC, bool kF32>
-LS_TARGET_AVX512 inline void AccumulateF16x16(const uint8_t* const* v, int nb, const float* p, float* acc,
-                                              int hd, int d0) {
+LS_TARGET_AVX512 inline void AccumulateF16x16(const uint8_t* const* v, int nb, const float* const* p,
+                                              float* const* acc, int d0) {
   __m512 a[NQ][DC];
   for (int h = 0; h < NQ; ++h) {
-    for (int c = 0; c < DC; ++c) a[h][c] = _mm512_loadu_ps(acc + h * hd + d0 + 16 * c);
+    for (int c = 0; c < DC; ++c) a[h][c] = _mm512_loadu_ps(acc[h] + d0 + 16 * c);
   }
   for (int jj = 0; jj < nb; ++jj) {
     __m512 vf[DC];
     for (int c = 0; c < DC; ++c) vf[c] = LoadRow16<kF32>(v[jj], d0 + 16 * c);
     for (int h = 0; h < NQ; ++h) {
-      const __m512 ph = _mm512_set1_ps(p[h * kKeyBlock + jj]);
+      const __m512 ph = _mm512_set1_ps(p[h][jj]);
       for (int c = 0; c < DC; ++c) {
         a[h][c] =
             _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_fmadd_ps(ph, vf[c], a[h][c]), _MM_FROUND_TO_NEAREST_INT));
@@ -289,41 +296,85 @@ LS_TARGET_AVX512 inline void AccumulateF16x16(const uint8_t* const* v, int nb, c
     }
   }
   for (int h = 0; h < NQ; ++h) {
-    for (int c = 0; c < DC; ++c) _mm512_storeu_ps(acc + h * hd + d0 + 16 * c, a[h][c]);
+    for (int c = 0; c < DC; ++c) _mm512_storeu_ps(acc[h] + d0 + 16 * c, a[h][c]);
   }
 }
 
-// The V pass of a block over all hd values (hd % 8 == 0), in 8-lane (AVX2) or 16-lane (AVX-512) registers.
-template <int NQ, bool kF32 = false>
-LS_TARGET_AVX2 void VPassF16x8(const uint8_t* const* v, int nb, const float* prob, float* acc, int hd) {
-  constexpr int kDC = 8;  // accumulator registers per head (8: 6% faster than 4 for NQ = 2)
+// The V pass of a block over all hd values (hd % 8 == 0) for NQ rows, in 8-lane (AVX2) or 16-lane (AVX-512)
+// registers. Accumulators per row: 8 registers for one or two rows (one token's heads, 6% faster than 4 for
+// two), 2 for three to six (a prompt's tokens together: 12 accumulators, the 2 V registers and the
+// probability fit AVX2's 16 registers, and six rows share each V load).
+template <int NQ>
+constexpr int kRowRegs = NQ <= 2 ? 8 : 2;
+template <int NQ, bool kF32>
+LS_TARGET_AVX2 void VPassF16x8(const uint8_t* const* v, int nb, const float* const* p, float* const* acc,
+                               int hd) {
+  constexpr int kDC = kRowRegs<NQ>;
   int d0 = 0;
-  for (; d0 + 8 * kDC <= hd; d0 += 8 * kDC) AccumulateF16<NQ, kDC, kF32>(v, nb, prob, acc, hd, d0);
-  for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1, kF32>(v, nb, prob, acc, hd, d0);
+  for (; d0 + 8 * kDC <= hd; d0 += 8 * kDC) AccumulateF16<NQ, kDC, kF32>(v, nb, p, acc, d0);
+  for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1, kF32>(v, nb, p, acc, d0);
 }
-template <int NQ, bool kF32 = false>
+template <int NQ, bool kF32>
 LS_TARGET_AVX512 __attribute__((noinline)) void VPassF16x16(const uint8_t* const* v, int nb,
-                                                            const float* prob, float* acc, int hd) {
+                                                            const float* const* p, float* const* acc,
+                                                            int hd) {
+  constexpr int kDC = kRowRegs<NQ>;
   int d0 = 0;
-  for (; d0 + 128 <= hd; d0 += 128) AccumulateF16x16<NQ, 8, kF32>(v, nb, prob, acc, hd, d0);
-  for (; d0 + 16 <= hd; d0 += 16) AccumulateF16x16<NQ, 1, kF32>(v, nb, prob, acc, hd, d0);
-  for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1, kF32>(v, nb, prob, acc, hd, d0);
+  for (; d0 + 16 * kDC <= hd; d0 += 16 * kDC) AccumulateF16x16<NQ, kDC, kF32>(v, nb, p, acc, d0);
+  for (; d0 + 16 <= hd; d0 += 16) AccumulateF16x16<NQ, 1, kF32>(v, nb, p, acc, d0);
+  for (; d0 < hd; d0 += 8) AccumulateF16<NQ, 1, kF32>(v, nb, p, acc, d0);
+}
+// The V pass of generation's heads (F16 rows from the cache, probabilities and accumulators strided).
+template <int NQ, bool kWide>
+LS_TARGET_AVX2 void VPassHeads(const uint8_t* const* v, int nb, const float* prob, float* acc, int hd) {
+  const float* p[NQ];
+  float* a[NQ];
+  for (int h = 0; h < NQ; ++h) {
+    p[h] = prob + h * kKeyBlock;
+    a[h] = acc + h * hd;
+  }
+  if constexpr (kWide) {
+    VPassF16x16<NQ, false>(v, nb, p, a, hd);
+  } else {
+    VPassF16x8<NQ, false>(v, nb, p, a, hd);
+  }
+}
+// The V pass of a prompt's gathered rows (f32 copies of the block's V slices).
+template <int NQ, bool kWide>
+LS_TARGET_AVX2 void VPassRows(const uint8_t* const* v, int nb, const float* const* prob, float* const* acc,
+                              int hd) {
+  if constexpr (kWide) {
+    VPassF16x16<NQ, true>(v, nb, prob, acc, hd);
+  } else {
+    VPassF16x8<NQ, true>(v, nb, prob, acc, hd);
+  }
 }
 
-// One block of kFlash (nb <= kKeyBlock keys: k[jj], v[jj]) for NQ heads sharing one kv head, F16 K and V,
-// hd % 8 == 0: FlashHeadScalar's arithmetic for a block, the K and V rows read once for the NQ heads.
-// q: [NQ][hd] rounded f32, acc: [NQ][hd], sc: [2 NQ][kKeyBlock], m and sum: [NQ]. `ahead` > 0: the first
-// pass over these rows, which asks for K rows kPrefetchKeys ahead while fewer than `ahead` keys follow
-// the block's first key, and for the block's V rows. kF32: v[jj] point at f32 copies of the V slices (ahead
-// is then ignored: the copy was the first pass, and it asked for the next block's rows).
-template <int NQ, bool kWide, bool kF32 = false>
-LS_TARGET_AVX2 void FlashBlockF16(const float* q, const uint8_t* const* k, const uint8_t* const* v, int nb,
-                                  size_t k_row_bytes, int32_t ahead, int hd, float scale, float* acc,
-                                  float* sc, float* m, float* sum) {
+// Rows of a prompt's tokens that share one V pass (FlashTokensF16), and the passes for 1 .. kGroupRows rows
+// of f32 V copies, AVX2 and AVX-512 forms.
+constexpr int kGroupRows = 6;
+using RowsPass = void (*)(const uint8_t* const*, int, const float* const*, float* const*, int);
+template <bool kWide, int... N>
+constexpr std::array<RowsPass, sizeof...(N)> RowsPasses(std::integer_sequence<int, N...>) {
+  return {VPassRows<N + 1, kWide>...};
+}
+constexpr auto kRowsX8 = RowsPasses<false>(std::make_integer_sequence<int, kGroupRows>{});
+constexpr auto kRowsX16 = RowsPasses<true>(std::make_integer_sequence<int, kGroupRows>{});
+
+// The scores and softmax step of one block of kFlash (nb <= kKeyBlock keys: k[jj]; v[jj] only to prefetch)
+// for NQ heads sharing one kv head, F16 K, hd % 8 == 0: FlashHeadScalar's arithmetic up to the V pass, the K
+// rows read once for the NQ heads. q: [NQ][hd] rounded f32, acc: [NQ][hd] (rescaled when the max grows),
+// sc: [2 NQ][kKeyBlock] (scores, then the probabilities the V pass takes), m and sum: [NQ]. `ahead` > 0:
+// the first pass over these rows, which asks for K rows kPrefetchKeys ahead while fewer than `ahead` keys
+// follow the block's first key, and for the block's V rows (F16 in the cache).
+template <int NQ>
+LS_TARGET_AVX2 void FlashScoresF16(const float* q, const uint8_t* const* k, const uint8_t* const* v, int nb,
+                                   size_t k_row_bytes, int32_t ahead, int hd, float scale, float* acc,
+                                   float* sc, float* m, float* sum) {
   float* prob = sc + NQ * kKeyBlock;
   int jj = 0;
   for (; jj + 4 <= nb; jj += 4) {
-    if (!kF32 && ahead > 0) {
+    if (ahead > 0) {
       for (int i = 0; i < 4; ++i) {
         if (jj + i + kPrefetchKeys < ahead) Prefetch(k[jj + i] + kPrefetchKeys * k_row_bytes, hd * 2);
         Prefetch(v[jj + i], hd * 2);
@@ -332,44 +383,51 @@ LS_TARGET_AVX2 void FlashBlockF16(const float* q, const uint8_t* const* k, const
     ScoresF16<NQ, 4>(k + jj, q, hd, scale, sc, jj);
   }
   for (; jj < nb; ++jj) {
-    if (!kF32 && ahead > 0) Prefetch(v[jj], hd * 2);
+    if (ahead > 0) Prefetch(v[jj], hd * 2);
     ScoresF16<NQ, 1>(k + jj, q, hd, scale, sc, jj);
   }
   for (int h = 0; h < NQ; ++h) {
     FlashSoftmaxBlock(sc + h * kKeyBlock, nb, prob + h * kKeyBlock, m[h], sum[h], acc + h * hd, hd, true);
   }
-  if constexpr (kWide) {
-    VPassF16x16<NQ, kF32>(v, nb, prob, acc, hd);
-  } else {
-    VPassF16x8<NQ, kF32>(v, nb, prob, acc, hd);
-  }
 }
 
-// Which V pass the flash path uses, chosen by timing both once (they give the same bits); g_flash_forced
-// overrides it for tests (-1: not forced). The AVX-512 one exists where the quant layer's active set is
-// AVX-512 (the CPU has it and LAZYSLOT_ISA does not force less).
+// One whole block of kFlash for NQ heads (V rows F16 from the cache): the scores and softmax step, then the
+// V pass of the NQ heads.
+template <int NQ, bool kWide>
+LS_TARGET_AVX2 void FlashBlockF16(const float* q, const uint8_t* const* k, const uint8_t* const* v, int nb,
+                                  size_t k_row_bytes, int32_t ahead, int hd, float scale, float* acc,
+                                  float* sc, float* m, float* sum) {
+  FlashScoresF16<NQ>(q, k, v, nb, k_row_bytes, ahead, hd, scale, acc, sc, m, sum);
+  VPassHeads<NQ, kWide>(v, nb, sc + NQ * kKeyBlock, acc, hd);
+}
+
+// Which V passes the flash path uses, chosen by timing both forms once per shape (they give the same bits):
+// a generated token's (two heads over F16 rows) and a prompt's (kGroupRows rows over f32 copies).
+// g_flash_forced overrides both for tests (-1: not forced). The AVX-512 form exists where the quant layer's
+// active set is AVX-512 (the CPU has it and LAZYSLOT_ISA does not force less).
 struct FlashChoice {
-  bool wide = false;
-  double ns_x8 = 0, ns_x16 = 0;  // ns per key and value of the V pass (2 heads, hd 128), 0: not timed
+  bool wide = false, wide_rows = false;
+  // ns per key, value and row: generation's pass, then the prompt's; 0: not timed
+  double ns_x8 = 0, ns_x16 = 0, ns_rows_x8 = 0, ns_rows_x16 = 0;
 };
 std::atomic<int> g_flash_forced{-1};
 
 bool WideAvailable() { return quant::ActiveKernels().isa == quant::Isa::kAvx512; }
 
-// Best of repeated V passes over one synthetic block (32 keys, 2 heads, hd 128), ~2 ms per variant.
-template <void (*Pass)(const uint8_t* const*, int, const float*, float*, int)>
-double TimeVPass(const uint8_t* const* v, const float* prob, float* acc) {
+// Best of repeated V passes over one synthetic block (32 keys, `rows` rows, hd 128), ~2 ms per variant.
+template <class Pass, class Prob, class Acc>
+double TimeVPass(Pass pass, const uint8_t* const* v, int rows, Prob prob, Acc acc) {
   constexpr int kHd = 128, kReps = 64;
   double best = 1e30;
   const auto t_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
   for (int round = 0; round < 3 || std::chrono::steady_clock::now() < t_end; ++round) {
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < kReps; ++i) Pass(v, kKeyBlock, prob, acc, kHd);
+    for (int i = 0; i < kReps; ++i) pass(v, kKeyBlock, prob, acc, kHd);
     best = std::min(best,
                     std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
     if (round > 1000) break;
   }
-  return best / (kReps * kKeyBlock * kHd);
+  return best / (kReps * kKeyBlock * kHd * rows);
 }
 
 FlashChoice MeasureFlash() {
@@ -377,19 +435,41 @@ FlashChoice MeasureFlash() {
   if (!HaveF16Simd() || !WideAvailable()) return c;
   constexpr int kHd = 128;
   std::vector<uint16_t> rows(kKeyBlock * kHd);
-  for (size_t i = 0; i < rows.size(); ++i) rows[i] = F32ToF16(static_cast<float>(i % 17) * 0.01f - 0.08f);
+  std::vector<float> rows_f(kKeyBlock * kHd);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i] = F32ToF16(static_cast<float>(i % 17) * 0.01f - 0.08f);
+    rows_f[i] = F16ToF32(rows[i]);
+  }
   const uint8_t* v[kKeyBlock];
-  for (int j = 0; j < kKeyBlock; ++j) v[j] = reinterpret_cast<const uint8_t*>(rows.data() + j * kHd);
-  std::vector<float> prob(2 * kKeyBlock, 1.0f / kKeyBlock), acc(2 * kHd, 0.0f);
-  c.ns_x8 = TimeVPass<VPassF16x8<2>>(v, prob.data(), acc.data());
-  c.ns_x16 = TimeVPass<VPassF16x16<2>>(v, prob.data(), acc.data());
+  const uint8_t* v_f[kKeyBlock];
+  for (int j = 0; j < kKeyBlock; ++j) {
+    v[j] = reinterpret_cast<const uint8_t*>(rows.data() + j * kHd);
+    v_f[j] = reinterpret_cast<const uint8_t*>(rows_f.data() + j * kHd);
+  }
+  std::vector<float> probs(kGroupRows * kKeyBlock, 1.0f / kKeyBlock), accs(kGroupRows * kHd, 0.0f);
+  const float* prob[kGroupRows];
+  float* acc[kGroupRows];
+  for (int r = 0; r < kGroupRows; ++r) {
+    prob[r] = probs.data() + r * kKeyBlock;
+    acc[r] = accs.data() + r * kHd;
+  }
+  c.ns_x8 = TimeVPass(VPassHeads<2, false>, v, 2, probs.data(), accs.data());
+  c.ns_x16 = TimeVPass(VPassHeads<2, true>, v, 2, probs.data(), accs.data());
   c.wide = c.ns_x16 < c.ns_x8;
+  c.ns_rows_x8 = TimeVPass(kRowsX8[kGroupRows - 1], v_f, kGroupRows, prob, acc);
+  c.ns_rows_x16 = TimeVPass(kRowsX16[kGroupRows - 1], v_f, kGroupRows, prob, acc);
+  c.wide_rows = c.ns_rows_x16 < c.ns_rows_x8;
   return c;
 }
 
 const FlashChoice& Flash() {
   static const FlashChoice c = MeasureFlash();
   return c;
+}
+
+bool FlashWideRows() {
+  const int forced = g_flash_forced.load(std::memory_order_relaxed);
+  return forced >= 0 ? forced == 1 : Flash().wide_rows;
 }
 
 bool FlashWide() {
@@ -403,14 +483,15 @@ bool FlashWide() {
 // cache; and the kv heads take their slices of the block's rows one after the other, so a generated token
 // reads whole stretches of each row instead of one head's 256 bytes per row and task. Each token does
 // exactly the blocks of keys, and the operations per block, that it does alone, and pairs of query heads
-// share each row's F16 -> f32 conversion: every head's result equals FlashHeadScalar's.
+// share each row's F16 -> f32 conversion: every head's result equals FlashHeadScalar's. A block that
+// kConvertTokens or more tokens see is converted to f32 once, and the V passes of up to kGroupRows of its
+// rows (tokens times heads) run as one, each V value loaded once for all of them.
 void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float scale, AttentionScratch& s) {
   const quant::KernelSet& ks = quant::ActiveKernels();
   const bool wide = FlashWide();
   auto* const block_pair = wide ? FlashBlockF16<2, true> : FlashBlockF16<2, false>;
   auto* const block_one = wide ? FlashBlockF16<1, true> : FlashBlockF16<1, false>;
-  auto* const block_pair_f32 = wide ? FlashBlockF16<2, true, true> : FlashBlockF16<2, false, true>;
-  auto* const block_one_f32 = wide ? FlashBlockF16<1, true, true> : FlashBlockF16<1, false, true>;
+  const std::array<RowsPass, kGroupRows>& rows_pass = FlashWideRows() ? kRowsX16 : kRowsX8;
   // Query rows: per_tok per token, in the order of q; row r belongs to token r / per_tok.
   const int per_tok = a.n_kv_heads * a.n_q;
   const size_t n_rows = static_cast<size_t>(a.n_tok) * per_tok;
@@ -418,7 +499,7 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
   if (s.q_f.size() < n_rows * hd) s.q_f.resize(n_rows * hd);
   if (s.acc.size() < n_rows * hd) s.acc.resize(n_rows * hd);
   if (s.state.size() < 2 * n_rows) s.state.resize(2 * n_rows);
-  if (s.scores.size() < 4 * kKeyBlock) s.scores.resize(4 * kKeyBlock);
+  if (s.scores.size() < 2 * kGroupRows * kKeyBlock) s.scores.resize(2 * kGroupRows * kKeyBlock);
   if (a.n_tok >= kConvertTokens && s.kv_f.size() < kKeyBlock * static_cast<size_t>(hd)) {
     s.kv_f.resize(kKeyBlock * static_cast<size_t>(hd));
   }
@@ -462,6 +543,15 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
           vf_rows[jj] = reinterpret_cast<const uint8_t*>(vf + static_cast<size_t>(jj) * hd);
         }
       }
+      // A converted block's rows wait for one V pass together, up to kGroupRows rows of equal nb (tokens
+      // past the block's end see all of it): each row's scores and softmax step come first, as alone.
+      const float* g_prob[kGroupRows];
+      float* g_acc[kGroupRows];
+      int g_rows = 0, g_nb = 0;
+      auto flush = [&] {
+        if (g_rows > 0) rows_pass[g_rows - 1](vf_rows, g_nb, g_prob, g_acc, hd);
+        g_rows = 0;
+      };
       bool first = true;  // the first token to read a block prefetches for it and the next one
       for (int t = 0; t < a.n_tok; ++t) {
         if (a.n_kv[t] <= j0) continue;
@@ -472,17 +562,25 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
           const size_t r = static_cast<size_t>(t) * per_tok + static_cast<size_t>(i) * a.n_q + h;
           const float* q = s.q_f.data() + r * hd;
           float* acc = s.acc.data() + r * hd;
-          const bool pair = a.n_q - h >= 2;
-          if (convert) {
-            (pair ? block_pair_f32 : block_one_f32)(q, krows, vf_rows, nb, kv.k_row_bytes, 0, hd, scale, acc,
-                                                    s.scores.data(), m + r, sum + r);
-          } else {
-            (pair ? block_pair : block_one)(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc,
-                                            s.scores.data(), m + r, sum + r);
+          const int nq = a.n_q - h >= 2 ? 2 : 1;
+          h += nq;
+          if (!convert) {
+            (nq == 2 ? block_pair : block_one)(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc,
+                                               s.scores.data(), m + r, sum + r);
+            continue;
           }
-          h += pair ? 2 : 1;
+          if (g_rows > 0 && (g_nb != nb || g_rows + nq > kGroupRows)) flush();
+          float* sc = s.scores.data() + static_cast<size_t>(g_rows) * 2 * kKeyBlock;  // [2 nq][kKeyBlock]
+          (nq == 2 ? FlashScoresF16<2> : FlashScoresF16<1>)(q, krows, vf_rows, nb, kv.k_row_bytes, 0, hd, scale,
+                                                            acc, sc, m + r, sum + r);
+          for (int e = 0; e < nq; ++e) {
+            g_prob[g_rows] = sc + (nq + e) * kKeyBlock;
+            g_acc[g_rows++] = acc + e * hd;
+          }
+          g_nb = nb;
         }
       }
+      flush();
     }
   }
   for (size_t r = 0; r < n_rows; ++r) {
@@ -593,9 +691,13 @@ std::string AttentionKernelChoice() {
   if (!HaveF16Simd()) return "attention f16 scalar";
   const FlashChoice& c = Flash();
   if (c.ns_x8 == 0) return "attention f16 avx2";
-  char buf[128];
-  std::snprintf(buf, sizeof(buf), "attention f16 %s %.3f ns/value (%s %.3f)", c.wide ? "avx512" : "avx2",
-                c.wide ? c.ns_x16 : c.ns_x8, c.wide ? "avx2" : "avx512", c.wide ? c.ns_x8 : c.ns_x16);
+  char buf[192];
+  std::snprintf(buf, sizeof(buf),
+                "attention f16 %s %.3f ns/value (%s %.3f), prompts %s %.3f (%s %.3f), per key and row",
+                c.wide ? "avx512" : "avx2", c.wide ? c.ns_x16 : c.ns_x8, c.wide ? "avx2" : "avx512",
+                c.wide ? c.ns_x8 : c.ns_x16, c.wide_rows ? "avx512" : "avx2",
+                c.wide_rows ? c.ns_rows_x16 : c.ns_rows_x8, c.wide_rows ? "avx2" : "avx512",
+                c.wide_rows ? c.ns_rows_x8 : c.ns_rows_x16);
   return buf;
 }
 

@@ -107,16 +107,21 @@ void GroupedFastPathBitIdenticalToDefinition() {
 
 // Several tokens at once (a prompt's tile), one kv head or two per call, 1-3 query heads per kv head: each
 // token's heads exactly as AttendGroup gives them alone, for tokens that see different numbers of cells
-// (inside one key block, across blocks, a single cell).
+// (inside one key block, across blocks, a single cell, a causal run of 43).
 void TokensTogetherBitIdenticalToOneByOne() {
   std::mt19937 rng(7);
   const int n_head_kv = 2;
   for (TensorType type : {TensorType::kF16, TensorType::kF32}) {
-    for (auto [head_dim, group] : {std::pair{8, 2}, {64, 2}, {128, 2}, {24, 2}, {64, 3}, {16, 1}}) {
+    for (auto [head_dim, group] :
+         {std::pair{8, 2}, {64, 2}, {128, 2}, {24, 2}, {64, 3}, {16, 1}, {40, 2}, {48, 1}}) {
       const int32_t n_cells = 140;
       const Cache c = MakeCache(type, n_head_kv, head_dim, n_cells, rng);
-      const std::vector<std::vector<int32_t>> cases = {
+      std::vector<std::vector<int32_t>> cases = {
           {1}, {1, 2, 3}, {31, 32, 33, 34}, {64, 65, 66, 67, 68, 69, 70, 71}, {100, 5, 140, 32, 33}, {17, 17}};
+      // A prompt's causal run: whole blocks shared by many tokens, whose rows go through one V pass
+      // together (up to six rows), and the diagonal blocks each token sees part of.
+      cases.emplace_back();
+      for (int32_t n = 57; n <= 99; ++n) cases.back().push_back(n);
       for (const std::vector<int32_t>& n_kv : cases) {
         const int n_tok = static_cast<int>(n_kv.size());
         const int64_t width = int64_t{n_head_kv} * group * head_dim;  // one token's query heads
