@@ -571,8 +571,8 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
           }
           if (g_rows > 0 && (g_nb != nb || g_rows + nq > kGroupRows)) flush();
           float* sc = s.scores.data() + static_cast<size_t>(g_rows) * 2 * kKeyBlock;  // [2 nq][kKeyBlock]
-          (nq == 2 ? FlashScoresF16<2> : FlashScoresF16<1>)(q, krows, vf_rows, nb, kv.k_row_bytes, 0, hd, scale,
-                                                            acc, sc, m + r, sum + r);
+          auto* const scores = nq == 2 ? FlashScoresF16<2> : FlashScoresF16<1>;
+          scores(q, krows, vf_rows, nb, kv.k_row_bytes, 0, hd, scale, acc, sc, m + r, sum + r);
           for (int e = 0; e < nq; ++e) {
             g_prob[g_rows] = sc + (nq + e) * kKeyBlock;
             g_acc[g_rows++] = acc + e * hd;
