@@ -115,6 +115,13 @@ LS_TARGET_AVX512 inline __m512i Broadcast4(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
+// acc + vpdpbusd(q, the 4 bytes at p in every lane), the bytes read by the instruction's own broadcast
+// operand ({1to16}), which GCC 12 does not fold from _mm512_set1_epi32: no separate vpbroadcastd.
+LS_TARGET_AVX512 inline __m512i DpbusdBroadcast(__m512i acc, __m512i q, const int8_t* p) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(q), "m"(*reinterpret_cast<const int32_t*>(p)));
+  return acc;
+}
+
 // R prepared activation rows against one group; out[i * out_stride + r] for the group's 16 rows r.
 template <int R, class Group>
 LS_TARGET_AVX512 void GroupRows(const Group* w, const avx512::PreparedRow* x, int64_t nb, float* out,
@@ -127,7 +134,7 @@ LS_TARGET_AVX512 void GroupRows(const Group* w, const avx512::PreparedRow* x, in
     for (int s = 0; s < 8; ++s) {
       const __m512i q = _mm512_loadu_si512(b.q[s]);
       for (int i = 0; i < R; ++i) {
-        isum[i] = _mm512_dpbusd_epi32(isum[i], q, Broadcast4(x[i].qs + ib * kQK8_0 + 4 * s));
+        isum[i] = DpbusdBroadcast(isum[i], q, x[i].qs + ib * kQK8_0 + 4 * s);
       }
     }
     const __m512 d = Scales(b);
