@@ -43,12 +43,15 @@ constexpr int kConvertTokens = 3;
 
 // A kv head's slice of a K or V row is a few cache lines out of a row that holds every kv head, so rows
 // are kilobytes apart and the hardware prefetcher does not follow them: the lines of the row kPrefetchKeys
-// ahead are requested explicitly (tg at 1,024 held tokens: see docs/bench.md).
+// ahead are requested explicitly (tg at 1,024 held tokens: see docs/bench.md). They are asked into L2
+// (T1), not L1: a request into L1 holds one of the core's few L1 miss slots until its line arrives, so T0
+// capped a task at about 5 GB/s of K/V from memory; tg32 at 4,096 held tokens went 16.0 -> 19.9 t/s (Zen 4,
+// docs/bench.md session 22). 16 keys ahead instead of 8 changed nothing.
 constexpr int kPrefetchKeys = 8;
 
 inline void Prefetch(const uint8_t* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
   }
 }
 
