@@ -208,6 +208,7 @@ Status RunBench(const BenchOptions& o) {
   const int warm_prompt = std::clamp(max_test, 1, 32);  // -p 0 -n 0: a warm-up and the bandwidth pass only
   kc.n_ctx_slot = max_depth + std::max(max_test, warm_prompt + 2) + 1;
   kc.n_embd_k = kc.n_embd_v = hp.n_embd_kv();
+  kc.layer_window = hp.layer_window;
   LS_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::Create(kc));
   ThreadPool pool(o.threads);
   const AttentionMode mode = o.flash_attn == "off" ? AttentionMode::kStandard : AttentionMode::kFlash;

@@ -62,6 +62,7 @@ Result<nlohmann::json> Eval(const EvalOptions& o) {
   kc.n_slot = 1;
   kc.n_ctx_slot = static_cast<int32_t>(tokens.size()) + o.greedy;
   kc.n_embd_k = kc.n_embd_v = hp.n_embd_kv();
+  kc.layer_window = hp.layer_window;
   LS_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> kv, KvCache::Create(kc));
   ThreadPool pool(o.threads);
   Forward fwd(*model, *kv, pool, o.flash_attn ? AttentionMode::kFlash : AttentionMode::kStandard);

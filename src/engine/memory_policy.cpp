@@ -77,6 +77,8 @@ bool Engine::Impl::MakeRoom(uint64_t need, int except) {
 
 void Engine::Impl::TrimSlot(Slot& s, int32_t keep, const char* why) {
   keep = std::min<int32_t>(keep, static_cast<int32_t>(s.cache.size()));
+  // A sliding-window model continues only from where its local layers still hold the window.
+  if (keep < kv->n_cells(s.id)) keep = kv->ReusableCells(s.id, keep);
   const int32_t had = kv->n_cells(s.id);
   Result<uint64_t> released = kv->Trim(s.id, keep);
   s.cache.resize(keep);
@@ -153,7 +155,9 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
       for (const Slot& s : slots) empty_free = empty_free || (usable(s) && s.cache.empty());
       for (Slot& s : slots) {
         if (!usable(s)) continue;
-        const int32_t k = std::min(CommonPrefix(s.cache, p.req.prompt), n_prompt - 1);
+        // A sliding-window model can continue only near the end of what it holds: an earlier branch
+        // point is recomputed from the start (ReusableCells), and timings.cache_n says so.
+        const int32_t k = kv->ReusableCells(s.id, std::min(CommonPrefix(s.cache, p.req.prompt), n_prompt - 1));
         const int32_t lost = static_cast<int32_t>(s.cache.size()) - k;
         if (empty_free && lost > k) continue;
         if (k > keep) {
@@ -238,6 +242,8 @@ Engine::Impl::Slot* Engine::Impl::PromptSource(const GenerationRequest& req, boo
     // Its cells [0, n_prompt - 1) hold exactly this prompt's tokens (the same prompt, computed already).
     const int32_t n = static_cast<int32_t>(req.prompt.size()) - 1;
     if (static_cast<int32_t>(s.cache.size()) < n || CommonPrefix(s.cache, req.prompt) < n) return nullptr;
+    // A sliding window that has moved on since (the source generated) no longer holds them all.
+    if (kv->ReusableCells(s.id, n) != n) return nullptr;
     return &s;
   }
   return nullptr;  // it finished or went away: this request runs on its own

@@ -42,8 +42,25 @@ Result<std::unique_ptr<KvCache>> KvCache::Create(const KvConfig& c) {
                              " (each head's slice must be whole blocks); use f16 or f32");
     }
   }
+  if (!c.layer_window.empty() && c.layer_window.size() != static_cast<size_t>(c.n_layer)) {
+    return InvalidArgument("kv cache: " + std::to_string(c.layer_window.size()) + " layer windows for " +
+                           std::to_string(c.n_layer) + " layers");
+  }
+  int32_t window = 0;
+  int n_local = 0;
+  for (int32_t w : c.layer_window) {
+    if (w < 0 || (w > 0 && window > 0 && w != window)) {
+      return Unimplemented("kv cache: local layers must share one positive window");
+    }
+    if (w > 0) {
+      window = w;
+      ++n_local;
+    }
+  }
   std::unique_ptr<KvCache> kv(new KvCache());
   kv->config_ = c;
+  kv->window_ = window;
+  kv->n_local_ = n_local;
   kv->k_row_bytes_ = RowBytes(c.type_k, c.n_embd_k);
   kv->v_row_bytes_ = RowBytes(c.type_v, c.n_embd_v);
   const size_t page = vm::PageSize();
@@ -76,29 +93,92 @@ uint8_t* KvCache::RunBase(int il, int kv, int slot) const {
   return base_ + off;
 }
 
+uint64_t KvCache::RunBytes(size_t row, int32_t floor, int32_t high_water) {
+  if (high_water <= floor) return 0;
+  const size_t page = vm::PageSize();
+  const size_t end = vm::AlignUp(row * static_cast<size_t>(high_water), page);
+  const size_t begin = row * static_cast<size_t>(floor) / page * page;
+  return end - begin;
+}
+
 void KvCache::SetCells(int slot, int32_t n) {
   SlotCells& s = slots_[slot];
   s.n_cells = n;
   s.high_water = std::max(s.high_water, n);
+  // The peak before the window slides: a step's rows are all written by now.
   peak_committed_ = std::max(peak_committed_, committed_bytes());
+  if (window_ > 0) {
+    const Status st = RaiseFloor(slot, std::max<int32_t>(0, n - window_));
+    if (!st.ok()) LS_LOG_WARN("kv cache: slot %d: %s (local pages kept)", slot, st.message().c_str());
+  }
+}
+
+Status KvCache::RaiseFloor(int slot, int32_t floor) {
+  SlotCells& s = slots_[slot];
+  if (floor <= s.floor) return Status::Ok();
+  if (!config_.eager) {
+    const size_t page = vm::PageSize();
+    for (int il = 0; il < config_.n_layer; ++il) {
+      if (!is_local(il)) continue;
+      for (int kv = 0; kv < 2; ++kv) {
+        const size_t row = kv == 0 ? k_row_bytes_ : v_row_bytes_;
+        const size_t from = row * static_cast<size_t>(s.floor) / page * page;
+        const size_t to = row * static_cast<size_t>(floor) / page * page;
+        if (to > from) LS_RETURN_IF_ERROR(vm::Release(RunBase(il, kv, slot) + from, to - from));
+      }
+    }
+  }
+  s.floor = floor;
+  return Status::Ok();
+}
+
+int32_t KvCache::ReusableCells(int slot, int32_t n) const {
+  const SlotCells& s = slots_[slot];
+  n = std::clamp<int32_t>(n, 0, s.n_cells);
+  if (window_ == 0 || s.floor == 0 || n - window_ + 1 >= s.floor) return n;
+  return 0;
 }
 
 void KvCache::CopyCells(int from, int to, int32_t n) {
   n = std::clamp<int32_t>(n, 0, std::min(slots_[from].n_cells, config_.n_ctx_slot));
   if (from == to) return;
+  // Local layers: the window before n, from what the source still holds.
+  const int32_t lo = window_ > 0 ? std::max(slots_[from].floor, std::max<int32_t>(0, n - window_)) : 0;
+  if (window_ > 0) {
+    const Status st = RaiseFloor(to, lo);  // what `to` holds before lo goes
+    if (!st.ok()) LS_LOG_WARN("kv cache: slot %d: %s (local pages kept)", to, st.message().c_str());
+    slots_[to].floor = lo;
+  }
   for (int il = 0; il < config_.n_layer; ++il) {
-    std::memcpy(KRow(il, to, 0), KRow(il, from, 0), k_row_bytes_ * static_cast<size_t>(n));
-    std::memcpy(VRow(il, to, 0), VRow(il, from, 0), v_row_bytes_ * static_cast<size_t>(n));
+    const int32_t first = is_local(il) ? lo : 0;
+    const size_t rows = static_cast<size_t>(std::max<int32_t>(0, n - first));
+    std::memcpy(KRow(il, to, first), KRow(il, from, first), k_row_bytes_ * rows);
+    std::memcpy(VRow(il, to, first), VRow(il, from, first), v_row_bytes_ * rows);
   }
   SetCells(to, n);
 }
 
+void KvCache::SetRestored(int slot, int32_t n, int32_t floor) {
+  SlotCells& s = slots_[slot];
+  s.floor = window_ > 0 ? std::clamp<int32_t>(floor, 0, n) : 0;
+  SetCells(slot, n);
+}
+
 uint64_t KvCache::BytesForCells(int32_t cells) const {
   cells = std::clamp<int32_t>(cells, 0, config_.n_ctx_slot);
-  const size_t page = vm::PageSize();
-  const uint64_t k = vm::AlignUp(k_row_bytes_ * static_cast<size_t>(cells), page);
-  const uint64_t v = vm::AlignUp(v_row_bytes_ * static_cast<size_t>(cells), page);
-  return static_cast<uint64_t>(config_.n_layer) * (k + v);
+  const uint64_t global = RunBytes(k_row_bytes_, 0, cells) + RunBytes(v_row_bytes_, 0, cells);
+  uint64_t local = global;
+  if (n_local_ > 0 && !config_.eager) {
+    // Between two steps a local run holds `window` rows, during one up to window + step, wherever they
+    // start: at most one page more than those rows fill.
+    const int32_t step = config_.max_step > 0 ? config_.max_step : config_.n_ctx_slot;
+    const int32_t held = static_cast<int32_t>(std::min<int64_t>(cells, int64_t{window_} + step));
+    const uint64_t page = vm::PageSize();
+    const uint64_t k = std::min(RunBytes(k_row_bytes_, 0, cells), RunBytes(k_row_bytes_, 0, held) + page);
+    const uint64_t v = std::min(RunBytes(v_row_bytes_, 0, cells), RunBytes(v_row_bytes_, 0, held) + page);
+    local = k + v;
+  }
+  return static_cast<uint64_t>(config_.n_layer - n_local_) * global + static_cast<uint64_t>(n_local_) * local;
 }
 
 int32_t KvCache::CellsForBytes(uint64_t bytes) const {
@@ -122,7 +202,13 @@ uint64_t KvCache::reserved_bytes_v() const {
   return static_cast<uint64_t>(config_.n_layer) * config_.n_slot * v_run_stride_;
 }
 
-uint64_t KvCache::committed_bytes(int slot) const { return BytesForCells(slots_[slot].high_water); }
+uint64_t KvCache::committed_bytes(int slot) const {
+  const SlotCells& s = slots_[slot];
+  const uint64_t global = RunBytes(k_row_bytes_, 0, s.high_water) + RunBytes(v_row_bytes_, 0, s.high_water);
+  const int32_t floor = config_.eager ? 0 : s.floor;  // eager mode keeps every page
+  const uint64_t local = RunBytes(k_row_bytes_, floor, s.high_water) + RunBytes(v_row_bytes_, floor, s.high_water);
+  return static_cast<uint64_t>(config_.n_layer - n_local_) * global + static_cast<uint64_t>(n_local_) * local;
+}
 
 uint64_t KvCache::committed_bytes() const {
   uint64_t total = 0;
@@ -133,25 +219,36 @@ uint64_t KvCache::committed_bytes() const {
 Result<uint64_t> KvCache::Trim(int slot, int32_t n_keep) {
   SlotCells& s = slots_[slot];
   n_keep = std::clamp<int32_t>(n_keep, 0, config_.n_ctx_slot);
+  // A point the local layers can no longer continue from keeps nothing (never a window with holes).
+  if (n_keep < s.n_cells && ReusableCells(slot, n_keep) != n_keep) n_keep = 0;
   s.n_cells = std::min(s.n_cells, n_keep);
-  if (config_.eager || s.high_water <= n_keep) return uint64_t{0};
+  if (config_.eager) {
+    if (n_keep == 0) s.floor = 0;
+    return uint64_t{0};
+  }
+  if (s.high_water <= n_keep) {
+    if (n_keep == 0) s.floor = 0;
+    return uint64_t{0};
+  }
   const uint64_t before = committed_bytes(slot);
   const size_t page = vm::PageSize();
   for (int il = 0; il < config_.n_layer; ++il) {
     for (int kv = 0; kv < 2; ++kv) {
       const size_t row = kv == 0 ? k_row_bytes_ : v_row_bytes_;
-      const size_t keep = vm::AlignUp(row * static_cast<size_t>(n_keep), page);
+      size_t keep = vm::AlignUp(row * static_cast<size_t>(n_keep), page);
+      if (is_local(il)) keep = std::max(keep, row * static_cast<size_t>(s.floor) / page * page);  // gone already
       const size_t used = vm::AlignUp(row * static_cast<size_t>(s.high_water), page);
       if (used > keep) LS_RETURN_IF_ERROR(vm::Release(RunBase(il, kv, slot) + keep, used - keep));
     }
   }
   s.high_water = n_keep;
+  if (n_keep == 0) s.floor = 0;
   return before - committed_bytes(slot);
 }
 
 Result<uint64_t> KvCache::ReleaseAll() {
   if (config_.eager) {
-    for (auto& s : slots_) s.n_cells = 0;
+    for (auto& s : slots_) s.n_cells = s.floor = 0;
     return uint64_t{0};
   }
   const uint64_t before = committed_bytes();

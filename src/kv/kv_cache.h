@@ -1,7 +1,13 @@
 // The KV cache: one anonymous reservation, laid out [layer][K|V][slot][cell][n_embd_kv], one row per token,
-// V not transposed. Every (layer, K|V, slot) run starts on a page boundary, so a slot holding n tokens has
-// committed exactly ceil(n * row_bytes / page) pages per run and nothing else. Nothing is written at creation
-// (no memset: untouched anonymous pages read as zero and cost no memory) except in eager mode.
+// V not transposed (cell index = position). Every (layer, K|V, slot) run starts on a page boundary, so a slot
+// holding n tokens has committed exactly ceil(n * row_bytes / page) pages per global run and nothing else.
+// Nothing is written at creation (no memset: untouched anonymous pages read as zero and cost no memory)
+// except in eager mode.
+//
+// Storage and bookkeeping are apart: the runs are only storage, and per slot the cache records what each
+// group of layers holds. Global layers hold cells [0, n_cells). Local (sliding-window) layers hold only the
+// last `window` cells [floor, n_cells): after each forward the pages wholly behind floor are given back, so a
+// local run keeps at most ceil(window * row / page) + 1 pages between steps (window + step rows during one).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +32,12 @@ struct KvConfig {
   TensorType type_k = TensorType::kF16;
   TensorType type_v = TensorType::kF16;
   bool eager = false;  // commit and zero-fill everything at creation (llama.cpp's behaviour, for comparison)
+  // Per layer, the sliding window of a local layer (its queries see the last `window` cells), 0 for a
+  // global one; empty: every layer global. All local layers share one window.
+  std::vector<int32_t> layer_window;
+  // Most cells one forward pass adds to a slot (the batch size): a local run holds window + step rows during
+  // a step, which BytesForCells counts. 0: n_ctx_slot.
+  int32_t max_step = 0;
 };
 
 // KV cache types a user may choose (--cache-type-k/-v): f16, q8_0, f32.
@@ -56,14 +68,30 @@ class KvCache {
   int32_t n_cells(int slot) const { return slots_[slot].n_cells; }
   // Most cells written since the slot's last trim/release: what its committed pages cover.
   int32_t high_water(int slot) const { return slots_[slot].high_water; }
-  // Records that cells [0, n) now hold data (called after the forward pass wrote them).
+  // The first cell local layers still hold (0 without local layers): cells before it are gone there.
+  int32_t local_floor(int slot) const { return slots_[slot].floor; }
+  // The window of local layers (0: the model has none), and whether layer il is one.
+  int32_t window() const { return window_; }
+  bool is_local(int il) const { return !config_.layer_window.empty() && config_.layer_window[il] > 0; }
+  // Records that cells [0, n) now hold data (called after the forward pass wrote them), then gives back the
+  // local runs' pages that no later query can see: those wholly before n - window.
   void SetCells(int slot, int32_t n);
+  // n when the slot can continue its sequence at cell n (after keeping cells [0, n)): n <= n_cells and every
+  // local layer still holds the window such a query needs, [n - window + 1, n); else 0, the only other
+  // point it can continue from (a sliding window keeps only its end: with a window of w, n_cells - 1 and
+  // n_cells are always reusable, earlier points only while nothing has slid out).
+  int32_t ReusableCells(int slot, int32_t n) const;
   // Keeps cells [0, n_keep) and returns the pages past them to the kernel at once. Returns the bytes given
-  // back. Eager mode keeps every page (as llama.cpp does) and only moves the cell count.
+  // back. A point ReusableCells refuses keeps nothing. Eager mode keeps every page (as llama.cpp does) and
+  // only moves the cell count.
   Result<uint64_t> Trim(int slot, int32_t n_keep);
-  // Copies cells [0, n) of slot `from` into slot `to` (every layer, K and V) and sets `to`'s cell count to
-  // n; `to` must hold no more than n cells. It commits n cells' pages in `to` (a copy, not shared pages).
+  // Copies cells [0, n) of slot `from` into slot `to` (every layer, K and V; on local layers only the window
+  // before n) and sets `to`'s cell count to n; `to` must hold no more than n cells, and ReusableCells(from,
+  // n) must be n. It commits those cells' pages in `to` (a copy, not shared pages).
   void CopyCells(int from, int to, int32_t n);
+  // Sets a slot restored from a file: cells [0, n) held, local layers from `floor` (whose rows the caller
+  // wrote). floor must be 0 without local layers and at most n.
+  void SetRestored(int slot, int32_t n, int32_t floor);
   // Returns every page of every slot (idle release); eager mode only empties the slots. Returns the bytes.
   Result<uint64_t> ReleaseAll();
 
@@ -76,7 +104,8 @@ class KvCache {
   uint64_t committed_bytes(int slot) const;
   // Most bytes committed at once since creation (checked at every SetCells: the --kv-budget proof).
   uint64_t peak_committed_bytes() const { return peak_committed_; }
-  // Bytes one slot commits when it holds `cells` cells (all layers, K and V, whole pages). The budget
+  // Bytes one slot commits at most while it holds `cells` cells (all layers, K and V, whole pages; a local
+  // layer min(cells, window + step) rows, plus the page its window's start may straddle). The budget
   // admission reserves with this, so it is the same page math as the tracking above.
   uint64_t BytesForCells(int32_t cells) const;
   // Most cells one slot can hold within `bytes` (capped at n_ctx_slot).
@@ -90,10 +119,15 @@ class KvCache {
  private:
   KvCache() = default;
   uint8_t* RunBase(int il, int kv, int slot) const;
+  // Bytes committed in one run of rows `row` of a slot holding [floor, high_water) (floor 0: a global run).
+  static uint64_t RunBytes(size_t row, int32_t floor, int32_t high_water);
+  // Gives back the local runs' pages wholly before `floor` and records it as the slot's floor.
+  Status RaiseFloor(int slot, int32_t floor);
 
   struct SlotCells {
     int32_t n_cells = 0;
     int32_t high_water = 0;  // most cells written since the last trim/release: what is committed
+    int32_t floor = 0;       // local layers: the first cell held (their pages before it are given back)
   };
 
   KvConfig config_;
@@ -102,6 +136,8 @@ class KvCache {
   uint8_t* base_ = nullptr;
   uint64_t reserved_ = 0;
   uint64_t peak_committed_ = 0;
+  int32_t window_ = 0;   // local layers' window, 0 when none
+  int n_local_ = 0;      // local layers
   std::vector<SlotCells> slots_;
 };
 

@@ -1,10 +1,11 @@
-// Slot state files (see kv_state.h): header, token ids, then each layer's used K and V rows.
+// Slot state files (see kv_state.h): header, token ids, then each layer's held K and V rows.
 #include "kv/kv_state.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -25,7 +26,7 @@ struct Header {
   uint64_t k_row_bytes, v_row_bytes;
   uint64_t model_id;
   uint32_t n_tokens;
-  uint32_t reserved;
+  uint32_t local_floor;  // local layers' first row (0 without them; files before it wrote 0 here)
 };
 #pragma pack(pop)
 static_assert(sizeof(Header) == 72, "slot file header is 72 bytes");
@@ -57,9 +58,15 @@ bool ReadAll(int fd, void* p, size_t n) {
   return true;
 }
 
-uint64_t ExpectedSize(const Header& h) {
-  return sizeof(Header) + uint64_t{h.n_tokens} * sizeof(int32_t) +
-         uint64_t{h.n_layer} * h.n_tokens * (h.k_row_bytes + h.v_row_bytes);
+// Rows of layer il a file holds: all n_tokens, or on a local layer those from local_floor on.
+uint64_t LayerRows(const Header& h, const KvCache& kv, int il) {
+  return kv.is_local(il) ? h.n_tokens - std::min(h.local_floor, h.n_tokens) : h.n_tokens;
+}
+
+uint64_t ExpectedSize(const Header& h, const KvCache& kv) {
+  uint64_t size = sizeof(Header) + uint64_t{h.n_tokens} * sizeof(int32_t);
+  for (uint32_t il = 0; il < h.n_layer; ++il) size += LayerRows(h, kv, static_cast<int>(il)) * (h.k_row_bytes + h.v_row_bytes);
+  return size;
 }
 
 class Fd {
@@ -102,16 +109,19 @@ Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<in
   h.v_row_bytes = kv.v_row_bytes();
   h.model_id = model_id;
   h.n_tokens = static_cast<uint32_t>(tokens.size());
+  h.local_floor = static_cast<uint32_t>(kv.local_floor(slot));
 
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (fd.get() < 0) return IoError("cannot create " + tmp + ": " + Errno());
   bool ok =
       WriteAll(fd.get(), &h, sizeof h) && WriteAll(fd.get(), tokens.data(), tokens.size() * sizeof(int32_t));
-  // Rows of a (layer, K|V, slot) run are contiguous: one write per run.
+  // Rows of a (layer, K|V, slot) run are contiguous: one write per run (a local layer's from its floor).
   for (int il = 0; ok && il < c.n_layer; ++il) {
-    ok = WriteAll(fd.get(), kv.KRow(il, slot, 0), tokens.size() * kv.k_row_bytes()) &&
-         WriteAll(fd.get(), kv.VRow(il, slot, 0), tokens.size() * kv.v_row_bytes());
+    const int32_t first = kv.is_local(il) ? kv.local_floor(slot) : 0;
+    const size_t rows = LayerRows(h, kv, il);
+    ok = WriteAll(fd.get(), kv.KRow(il, slot, first), rows * kv.k_row_bytes()) &&
+         WriteAll(fd.get(), kv.VRow(il, slot, first), rows * kv.v_row_bytes());
   }
   if (ok) ok = ::fsync(fd.get()) == 0;
   const std::string err = ok ? "" : Errno();
@@ -126,7 +136,7 @@ Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<in
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dfd.get() >= 0) (void)::fsync(dfd.get());
-  return ExpectedSize(h);
+  return ExpectedSize(h, kv);
 }
 
 Result<uint32_t> SlotStateTokens(const std::string& path) {
@@ -199,7 +209,14 @@ Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id,
     return InvalidArgument(what + "holds " + std::to_string(h.n_tokens) + " tokens, but a slot holds " +
                            std::to_string(c.n_ctx_slot));
   }
-  const uint64_t expect = ExpectedSize(h);
+  // Local layers hold the window before the end: a floor past it (or on a model without them) is foreign.
+  const uint32_t max_floor = kv.window() > 0 ? std::max<int64_t>(0, int64_t{h.n_tokens} - kv.window() + 1) : 0;
+  if (h.local_floor > max_floor) {
+    return InvalidArgument(what + "its local layers start at cell " + std::to_string(h.local_floor) + " of " +
+                           std::to_string(h.n_tokens) + ", but this cache needs them from cell " +
+                           std::to_string(max_floor) + " or earlier (window " + std::to_string(kv.window()) + ")");
+  }
+  const uint64_t expect = ExpectedSize(h, kv);
   if (size != expect) {
     return InvalidArgument(what + std::to_string(size) + " bytes, but its header (" +
                            std::to_string(h.n_tokens) + " tokens) implies " + std::to_string(expect) +
@@ -217,16 +234,18 @@ Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id,
   LS_RETURN_IF_ERROR(kv.Trim(slot, 0).status());
   bool ok = true;
   for (int il = 0; ok && il < c.n_layer; ++il) {
-    ok = ReadAll(fd.get(), kv.KRow(il, slot, 0), size_t{h.n_tokens} * kv.k_row_bytes()) &&
-         ReadAll(fd.get(), kv.VRow(il, slot, 0), size_t{h.n_tokens} * kv.v_row_bytes());
+    const int32_t first = kv.is_local(il) ? static_cast<int32_t>(h.local_floor) : 0;
+    const size_t rows = LayerRows(h, kv, il);
+    ok = ReadAll(fd.get(), kv.KRow(il, slot, first), rows * kv.k_row_bytes()) &&
+         ReadAll(fd.get(), kv.VRow(il, slot, first), rows * kv.v_row_bytes());
   }
+  const auto n = static_cast<int32_t>(h.n_tokens);
+  kv.SetRestored(slot, n, static_cast<int32_t>(h.local_floor));
   if (!ok) {
     const std::string why = Errno();
-    kv.SetCells(slot, static_cast<int32_t>(h.n_tokens));  // so the trim below releases what was read
-    (void)kv.Trim(slot, 0);
+    (void)kv.Trim(slot, 0);  // gives back what was read
     return IoError(what + "read failed: " + why);
   }
-  kv.SetCells(slot, static_cast<int32_t>(h.n_tokens));
   return info;
 }
 

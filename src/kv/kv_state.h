@@ -2,9 +2,11 @@
 // be saved and restored (llama-server's /slots/{id}?action=save|restore). Little-endian layout:
 //   header  "LZSLOTKV" magic[8], u32 version, u32 type_k, u32 type_v, u32 n_layer,
 //           u64 n_embd_k, u64 n_embd_v, u64 k_row_bytes, u64 v_row_bytes, u64 model_id,
-//           u32 n_tokens, u32 reserved (0)
+//           u32 n_tokens, u32 local_floor (0 without sliding-window layers)
 //   tokens  i32[n_tokens]
-//   rows    for each layer: K rows [n_tokens][k_row_bytes], then V rows [n_tokens][v_row_bytes]
+//   rows    for each layer: K rows [n][k_row_bytes], then V rows [n][v_row_bytes], where n = n_tokens on a
+//           global layer and n_tokens - local_floor on a local one (its rows from cell local_floor on: the
+//           window it holds)
 // The file size must be exactly what the header implies, which catches truncation.
 #pragma once
 

@@ -1,34 +1,58 @@
 // What distinguishes the supported architectures, and the GGUF tensor/key names in one table.
-// Optional tensors (q/k/v/output/FFN biases, output.weight, rope_freqs) are bound whenever a file has them.
-// Each architecture lives in its own file (arch_llama.cpp, arch_qwen2.cpp, arch_qwen3.cpp, arch_bert.cpp) and
-// fills an ArchSpec. The decoders share one forward pass (forward.cpp) that reads only these flags; an
-// encoder (bert) differs in structure and has its own pass (encoder.cpp) and layer function.
+// Each architecture lives in its own file (arch_llama.cpp, arch_qwen2.cpp, arch_qwen3.cpp, arch_gemma3.cpp,
+// arch_bert.cpp) and fills an ArchSpec: its own hyper-parameter keys, how its layers' tensors bind, and for a
+// decoder its layer function, written top to bottom in the shared blocks of model/forward.h. The forward
+// pass (forward.cpp) only runs the embedding lookup, the spec's layer function for each layer and the output;
+// it never asks which architecture it runs. An encoder (bert) has its own pass (encoder.cpp).
+// How to add an architecture: docs/decisions/0016-a-layer-function-per-architecture.md.
 #pragma once
 
 #include <string>
 
+#include "core/status.h"
 #include "ops/elementwise.h"
 
 namespace lazyslot {
 
+namespace gguf {
+class File;
+}
+struct HParams;
+struct LayerWeights;
+struct Batch;
+class Forward;
+
 struct ArchSpec {
   const char* name;         // general.architecture
-  RopeStyle rope_style;     // llama: adjacent pairs; qwen: NEOX halves
-  bool qk_norm;             // per-head RMS norm of q and k before RoPE (qwen3)
+  RopeStyle rope_style;     // llama: adjacent pairs; qwen, gemma: NEOX halves
   bool q_width_is_n_embd;   // qwen2 requires attn_q to be [n_embd, n_embd]
   // bert: a post-norm encoder with learned positions and bidirectional attention; it keeps no KV and only
   // embeds (or ranks), model/encoder.cpp.
   bool encoder = false;
+  // Keys of its own after the common ones (gemma3: the window, its layer pattern, the local RoPE base);
+  // nullptr when it has none.
+  Status (*read_hparams)(const gguf::File& f, HParams* hp) = nullptr;
+  // Binds layer il's tensors (the common attention projections included), checking their shapes.
+  Status (*bind_layer)(const gguf::File& f, const HParams& hp, int il, LayerWeights* l) = nullptr;
+  // One decoder layer over the batch, in the blocks of Forward (nullptr for an encoder).
+  void (*layer)(Forward& f, int il, const Batch& b) = nullptr;
 };
 
 const ArchSpec& LlamaArch();
 const ArchSpec& Qwen2Arch();
 const ArchSpec& Qwen3Arch();
+const ArchSpec& Gemma3Arch();
 const ArchSpec& BertArch();
 // nullptr for an architecture we do not implement.
 const ArchSpec* FindArch(const std::string& name);
+// "llama, qwen2, ...": the names FindArch knows, for messages.
+std::string SupportedArchNames();
 
-// GGUF tensor names (FORMATS.md section 3), verbatim. `Blk(il, kAttnQ)` -> "blk.3.attn_q.weight".
+// The llama layer, which qwen2 shares (its q/k/v biases are optional tensors every binder takes).
+void LlamaLayer(Forward& f, int il, const Batch& b);
+// llama's layer tensors: the attention projections, attn_norm, ffn_norm and a SwiGLU FFN.
+Status BindLlamaLayer(const gguf::File& f, const HParams& hp, int il, LayerWeights* l);
+
 namespace tn {
 inline constexpr const char* kTokenEmbd = "token_embd.weight";
 inline constexpr const char* kOutputNorm = "output_norm.weight";
@@ -54,6 +78,9 @@ inline constexpr const char* kFfnDown = "ffn_down.weight";
 inline constexpr const char* kFfnGateBias = "ffn_gate.bias";
 inline constexpr const char* kFfnUpBias = "ffn_up.bias";
 inline constexpr const char* kFfnDownBias = "ffn_down.bias";
+// gemma3: norms of a sublayer's output before the residual add ("sandwich" norms).
+inline constexpr const char* kAttnPostNorm = "post_attention_norm.weight";
+inline constexpr const char* kFfnPostNorm = "post_ffw_norm.weight";
 // bert: input embeddings and their norm, post-norms (LayerNorm with bias), and the classifier head.
 inline constexpr const char* kPositionEmbd = "position_embd.weight";
 inline constexpr const char* kTokenTypes = "token_types.weight";

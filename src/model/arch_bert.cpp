@@ -10,7 +10,6 @@ const ArchSpec& BertArch() {
   static const ArchSpec spec{
       .name = "bert",
       .rope_style = RopeStyle::kNormal,  // unused: positions are learned embeddings
-      .qk_norm = false,
       .q_width_is_n_embd = true,
       .encoder = true,
   };

@@ -1,7 +1,8 @@
-// Forward pass, following FORMATS.md section 4 step by step. Shapes: n = tokens in the batch,
-// n_q = n_head * head_dim, n_kv = n_head_kv * head_dim.
+// Forward pass (FORMATS.md section 4) and the blocks the architectures' layer functions are written in.
+// Shapes: n = tokens in the batch, n_q = n_head * head_dim, n_kv = n_head_kv * head_dim.
 #include "model/forward.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <string>
@@ -63,6 +64,7 @@ Status Forward::Run(const Batch& b, ForwardOutput* out) {
   LS_RETURN_IF_ERROR(Validate(b));
   const HParams& hp = model_.hparams();
   const int64_t n = b.size(), n_embd = hp.n_embd;
+  n_rows_ = n;
   Grow(x_, n * n_embd);
   Grow(h_, n * n_embd);
   Grow(q_, n * hp.n_embd_q());
@@ -73,12 +75,22 @@ Status Forward::Run(const Batch& b, ForwardOutput* out) {
   Grow(gate_, n * hp.n_ff);
   Grow(up_, n * hp.n_ff);
 
-  // 1. Embedding lookup (exact dequantization of the token's row).
+  // Embedding lookup (exact dequantization of the token's row), scaled where the architecture asks.
   for (int64_t i = 0; i < n; ++i) GetRow(model_.token_embd(), b.tokens[i], x_.data() + i * n_embd);
+  if (hp.embd_scale != 1.0f) {
+    for (int64_t e = 0; e < n * n_embd; ++e) x_[e] *= hp.embd_scale;
+  }
 
-  for (int il = 0; il < hp.n_layer; ++il) Layer(il, b);
+  for (int il = 0; il < hp.n_layer; ++il) model_.arch().layer(*this, il, b);
 
-  for (int64_t i = 0; i < n; ++i) kv_.SetCells(b.slot[i], b.pos[i] + 1);
+  // The cells are held now, once per slot (its last token's position: they ascend), after which a
+  // sliding-window layer gives back what fell out of every window (KvCache::SetCells).
+  std::vector<bool> set(kv_.config().n_slot);
+  for (int64_t i = n - 1; i >= 0; --i) {
+    if (set[b.slot[i]]) continue;
+    set[b.slot[i]] = true;
+    kv_.SetCells(b.slot[i], b.pos[i] + 1);
+  }
 
   // Final norm on the output rows only (h_ is free again): hidden rows first, then logits rows.
   out->hidden_rows.clear();
@@ -101,46 +113,58 @@ Status Forward::Run(const Batch& b, ForwardOutput* out) {
     final_norm(out->logit_rows);
     MatMul(pool_, model_.output(), h_.data(), n_logits, out->logits.data(), hp.n_vocab, mm_);
     AddBiasRows(out->logits.data(), model_.output_bias(), n_logits);
+    if (hp.final_logit_softcap > 0) {
+      const float c = hp.final_logit_softcap;
+      for (float& l : out->logits) l = c * std::tanh(l / c);
+    }
   }
   return Status::Ok();
 }
 
-void Forward::Layer(int il, const Batch& b) {
+RopeParams Forward::Rope(float freq_base, float freq_scale) const {
   const HParams& hp = model_.hparams();
-  const LayerWeights& L = model_.layer(il);
-  const int64_t n = b.size(), n_embd = hp.n_embd, hd = hp.head_dim;
-  const int64_t n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+  RopeParams rope;
+  rope.style = model_.arch().rope_style;
+  rope.n_rot = hp.n_rot;
+  rope.freq_base = freq_base;
+  rope.freq_scale = freq_scale;
+  rope.freq_factors = model_.rope_freqs().empty() ? nullptr : model_.rope_freqs().data();
+  return rope;
+}
 
-  // 2-3. h = RMSNorm(x) * attn_norm; q, k, v projections (+ biases).
-  pool_.ParallelFor(n, kRowGrain, [&](int64_t begin, int64_t end) {
+void Forward::NormInput(const std::vector<float>& w) {
+  const HParams& hp = model_.hparams();
+  const int64_t n_embd = hp.n_embd;
+  pool_.ParallelFor(n_rows_, kRowGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      RmsNorm(x_.data() + i * n_embd, L.attn_norm.data(), h_.data() + i * n_embd, n_embd, hp.rms_eps);
+      RmsNorm(x_.data() + i * n_embd, w.data(), h_.data() + i * n_embd, n_embd, hp.rms_eps);
     }
   });
+}
+
+void Forward::ProjectQkv(const LayerWeights& L) {
+  const HParams& hp = model_.hparams();
+  const int64_t n = n_rows_, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
   const MatMulTarget qkv[3] = {{&L.wq, q_.data(), n_q}, {&L.wk, k_.data(), n_kv}, {&L.wv, v_.data(), n_kv}};
   MatMulMulti(pool_, qkv, 3, h_.data(), n, mm_);  // one encoding of h, one pass over the pool
   AddBiasRows(q_.data(), L.bq, n);
   AddBiasRows(k_.data(), L.bk, n);
   AddBiasRows(v_.data(), L.bv, n);
+}
 
-  // 4-5. qwen3 per-head q/k norms, then RoPE; K and V rows go into the slot's cells (converted to the
-  // cache type: this write is what commits the KV pages).
-  RopeParams rope;
-  rope.style = model_.arch().rope_style;
-  rope.n_rot = hp.n_rot;
-  rope.freq_base = hp.rope_freq_base;
-  rope.freq_scale = hp.rope_freq_scale;
-  rope.freq_factors = model_.rope_freqs().empty() ? nullptr : model_.rope_freqs().data();
+void Forward::RopeAndStore(int il, const Batch& b, const RopeParams& rope, const LayerWeights* norms) {
+  const HParams& hp = model_.hparams();
+  const int64_t hd = hp.head_dim, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
   const KvConfig& kc = kv_.config();
-  pool_.ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
+  pool_.ParallelFor(n_rows_, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> cos_t(hp.n_rot / 2), sin_t(hp.n_rot / 2);
     for (int64_t i = begin; i < end; ++i) {
       float* q = q_.data() + i * n_q;
       float* k = k_.data() + i * n_kv;
-      if (model_.arch().qk_norm) {
-        for (int h = 0; h < hp.n_head; ++h) RmsNorm(q + h * hd, L.q_norm.data(), q + h * hd, hd, hp.rms_eps);
+      if (norms) {
+        for (int h = 0; h < hp.n_head; ++h) RmsNorm(q + h * hd, norms->q_norm.data(), q + h * hd, hd, hp.rms_eps);
         for (int h = 0; h < hp.n_head_kv; ++h)
-          RmsNorm(k + h * hd, L.k_norm.data(), k + h * hd, hd, hp.rms_eps);
+          RmsNorm(k + h * hd, norms->k_norm.data(), k + h * hd, hd, hp.rms_eps);
       }
       RopeAngles(rope, b.pos[i], cos_t.data(), sin_t.data());
       RopeApply(rope, cos_t.data(), sin_t.data(), q, hp.n_head, hd);
@@ -149,12 +173,29 @@ void Forward::Layer(int il, const Batch& b) {
       quant::QuantizeRow(kc.type_v, v_.data() + i * n_kv, kv_.VRow(il, b.slot[i], b.pos[i]), n_kv);
     }
   });
+}
 
-  // 6. Attention, one task per (tile of up to kAttnTile tokens of one slot, run of kv heads): the tile's
-  // tokens and the `group` query heads sharing a kv head read each block of its K/V rows once. A token at
-  // position p sees cells [0, p] of its slot.
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+void Forward::ScaleQ(float s) {
+  const int64_t width = model_.hparams().n_embd_q();
+  pool_.ParallelFor(n_rows_ * width, kRowGrain * width, [&](int64_t begin, int64_t end) {
+    for (int64_t e = begin; e < end; ++e) q_[e] *= s;
+  });
+}
+
+void Forward::Attend(int il, const Batch& b, float scale, int32_t window) {
+  const HParams& hp = model_.hparams();
+  const int64_t n = n_rows_, hd = hp.head_dim, n_q = hp.n_embd_q();
+  const KvConfig& kc = kv_.config();
+  // One task per (tile of up to kAttnTile tokens of one slot, run of kv heads): the tile's tokens and the
+  // `group` query heads sharing a kv head read each block of its K/V rows once. A token at position p sees
+  // cells [0, p] of its slot, or [p - window + 1, p] on a sliding-window layer.
   const int group = hp.n_head / hp.n_head_kv;
+  kv_end_.resize(n);
+  kv_begin_.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    kv_end_[i] = b.pos[i] + 1;
+    kv_begin_[i] = window > 0 ? std::max<int32_t>(0, b.pos[i] + 1 - window) : 0;
+  }
   tiles_.clear();
   for (int64_t i = 0; i < n; ++i) {
     if (tiles_.empty() || i - tiles_.back() == kAttnTile || b.slot[i] != b.slot[i - 1]) tiles_.push_back(i);
@@ -176,7 +217,6 @@ void Forward::Layer(int il, const Batch& b) {
   std::atomic<int64_t> next{0};
   auto attend = [&](int ith, int) {
     AttentionScratch& scratch = attn_scratch_[ith];
-    int32_t n_kv[kAttnTile];
     for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < n_tasks;) {
       const int g = static_cast<int>(t / n_tiles) * heads;
       const int64_t tile = n_tiles - 1 - t % n_tiles;
@@ -188,7 +228,6 @@ void Forward::Layer(int il, const Batch& b) {
       rows.v = kv_.VRow(il, b.slot[i0], 0);
       rows.k_row_bytes = kv_.k_row_bytes();
       rows.v_row_bytes = kv_.v_row_bytes();
-      for (int64_t i = i0; i < i1; ++i) n_kv[i - i0] = b.pos[i] + 1;
       const int64_t off = i0 * n_q + static_cast<int64_t>(g) * group * hd;
       AttendBatch a;
       a.q = q_.data() + off;
@@ -197,44 +236,84 @@ void Forward::Layer(int il, const Batch& b) {
       a.n_q = group;
       a.n_kv_heads = heads;
       a.n_tok = static_cast<int>(i1 - i0);
-      a.n_kv = n_kv;
+      a.n_kv = kv_end_.data() + i0;
+      a.kv_begin = window > 0 ? kv_begin_.data() + i0 : nullptr;
       a.out = attn_.data() + off;
       AttendTokens(mode_, a, rows, g, static_cast<int>(hd), scale, scratch);
     }
   };
   // Small attention work (short contexts, tiny heads) is not worth waking the pool for.
-  const int64_t work = n * hp.n_head_kv * hd * (kv_.n_cells(b.slot[n - 1]) + b.pos[n - 1] + 1);
+  const int64_t seen = window > 0 ? std::min<int64_t>(window, b.pos[n - 1] + 1) : b.pos[n - 1] + 1;
+  const int64_t work = n * hp.n_head_kv * hd * (kv_.n_cells(b.slot[n - 1]) + seen);
   if (work < (int64_t{1} << 16)) {
     attend(0, 1);
   } else {
     pool_.Run(attend);
   }
+}
 
-  // 7. x += Wo . attn (+ bias)
-  MatMul(pool_, L.wo, attn_.data(), n, o_.data(), n_embd, mm_);
-  AddBiasRows(o_.data(), L.bo, n);
+void Forward::ProjectOut(const LayerWeights& L) {
+  MatMul(pool_, L.wo, attn_.data(), n_rows_, o_.data(), model_.hparams().n_embd, mm_);
+  AddBiasRows(o_.data(), L.bo, n_rows_);
+}
 
-  // 8. x += W_down . (silu(W_gate . h) * (W_up . h)), h = RMSNorm(x) * ffn_norm. The row-wise steps run on
-  // the pool for prompts (one thread doing them alone was ~7% of pp512; a token's rows stay inline).
-  pool_.ParallelFor(n, kRowGrain, [&](int64_t begin, int64_t end) {
+void Forward::AddResidual() {
+  const int64_t n_embd = model_.hparams().n_embd;
+  pool_.ParallelFor(n_rows_ * n_embd, kRowGrain * n_embd, [&](int64_t begin, int64_t end) {
+    for (int64_t e = begin; e < end; ++e) x_[e] += o_[e];
+  });
+}
+
+void Forward::AddResidualNormInput(const std::vector<float>& w) {
+  const HParams& hp = model_.hparams();
+  const int64_t n_embd = hp.n_embd;
+  // The row-wise steps run on the pool for prompts (one thread doing them alone was ~7% of pp512; a
+  // token's rows stay inline).
+  pool_.ParallelFor(n_rows_, kRowGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       float* x = x_.data() + i * n_embd;
       const float* o = o_.data() + i * n_embd;
       for (int64_t e = 0; e < n_embd; ++e) x[e] += o[e];
-      RmsNorm(x, L.ffn_norm.data(), h_.data() + i * n_embd, n_embd, hp.rms_eps);
+      RmsNorm(x, w.data(), h_.data() + i * n_embd, n_embd, hp.rms_eps);
     }
   });
+}
+
+void Forward::AddNormedResidual(const std::vector<float>& w) {
+  const HParams& hp = model_.hparams();
+  const int64_t n_embd = hp.n_embd;
+  pool_.ParallelFor(n_rows_, kRowGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float* o = o_.data() + i * n_embd;
+      RmsNorm(o, w.data(), o, n_embd, hp.rms_eps);
+      AddInPlace(x_.data() + i * n_embd, o, n_embd);
+    }
+  });
+}
+
+template <typename Act>
+void Forward::GatedFfn(const LayerWeights& L, Act act) {
+  const HParams& hp = model_.hparams();
+  const int64_t n = n_rows_;
   const MatMulTarget gate_up[2] = {{&L.w_gate, gate_.data(), hp.n_ff}, {&L.w_up, up_.data(), hp.n_ff}};
   MatMulMulti(pool_, gate_up, 2, h_.data(), n, mm_);
   AddBiasRows(gate_.data(), L.b_gate, n);
   AddBiasRows(up_.data(), L.b_up, n);
   pool_.ParallelFor(n, kRowGrain, [&](int64_t begin, int64_t end) {
-    SwiGlu(gate_.data() + begin * hp.n_ff, up_.data() + begin * hp.n_ff, (end - begin) * hp.n_ff);
+    act(gate_.data() + begin * hp.n_ff, up_.data() + begin * hp.n_ff, (end - begin) * hp.n_ff);
   });
-  MatMul(pool_, L.w_down, gate_.data(), n, o_.data(), n_embd, mm_);
+  MatMul(pool_, L.w_down, gate_.data(), n, o_.data(), hp.n_embd, mm_);
   AddBiasRows(o_.data(), L.b_down, n);
-  pool_.ParallelFor(n * n_embd, kRowGrain * n_embd, [&](int64_t begin, int64_t end) {
-    for (int64_t e = begin; e < end; ++e) x_[e] += o_[e];
+}
+
+void Forward::FfnSwiGlu(const LayerWeights& L) {
+  GatedFfn(L, [](float* gate, const float* up, int64_t count) { SwiGlu(gate, up, count); });
+}
+
+void Forward::FfnGeGlu(const LayerWeights& L) {
+  GatedFfn(L, [](float* gate, const float* up, int64_t count) {
+    Gelu(gate, count);
+    for (int64_t e = 0; e < count; ++e) gate[e] *= up[e];
   });
 }
 

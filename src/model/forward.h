@@ -1,5 +1,7 @@
-// The forward pass of a decoder-only transformer (llama, qwen2, qwen3) over a batch of tokens from any
-// number of slots: matmuls over all rows together, attention per token over its own slot's KV cells.
+// The forward pass of a decoder-only transformer over a batch of tokens from any number of slots: the
+// embedding lookup, the architecture's layer function for each layer (arch_*.cpp, in the blocks below), the
+// final norm and the logits. Matmuls run over all rows together, attention per token over its own slot's
+// KV cells (on a sliding-window layer, only the cells of its window).
 #pragma once
 
 #include <vector>
@@ -27,9 +29,44 @@ class Forward {
   // Bytes held by the activation buffers.
   size_t scratch_bytes() const;
 
+  // Blocks the layer functions are written in, each over the batch's n rows. Buffers are [n, width]
+  // row-major: x the residual stream [n_embd]; h a sublayer's normed input [n_embd]; q [n_q], k and v
+  // [n_kv] (n_q = n_head * head_dim, n_kv = n_head_kv * head_dim); attn [n_q]; o a sublayer's output
+  // [n_embd]; gate and up [n_ff].
+  const Model& model() const { return model_; }
+  // h = RmsNorm(x) * w
+  void NormInput(const std::vector<float>& w);
+  // q, k, v = h . Wq, Wk, Wv (+ their biases)
+  void ProjectQkv(const LayerWeights& L);
+  // Per-head RMS norms of q and k (with `norms`' q_norm/k_norm; nullptr: none), RoPE at each token's
+  // position, then k and v go into the slot's cells of layer il (converted to the cache type: this write is
+  // what commits the KV pages).
+  void RopeAndStore(int il, const Batch& b, const RopeParams& rope, const LayerWeights* norms);
+  // q *= s
+  void ScaleQ(float s);
+  // attn = softmax(scale * q . K^T) . V per token and head over its slot's cells of layer il: all of [0, p]
+  // for a token at position p, or [p - window + 1, p] when window > 0.
+  void Attend(int il, const Batch& b, float scale, int32_t window);
+  // o = attn . Wo (+ bias)
+  void ProjectOut(const LayerWeights& L);
+  // x += o
+  void AddResidual();
+  // x += o, then h = RmsNorm(x) * w (one pass over the rows)
+  void AddResidualNormInput(const std::vector<float>& w);
+  // x += RmsNorm(o) * w (a norm on the sublayer's output: gemma's post-norms)
+  void AddNormedResidual(const std::vector<float>& w);
+  // o = W_down . (silu(W_gate . h + bg) * (W_up . h + bu)) + bd
+  void FfnSwiGlu(const LayerWeights& L);
+  // o = W_down . (gelu(W_gate . h) * (W_up . h)), GELU in its tanh form
+  void FfnGeGlu(const LayerWeights& L);
+  // The model's RoPE for a layer of the given base and scale.
+  RopeParams Rope(float freq_base, float freq_scale) const;
+
  private:
   Status Validate(const Batch& batch) const;
-  void Layer(int il, const Batch& batch);
+  // gate, up = h . W_gate, W_up (+ biases), then o = W_down . gate (+ bias) after `act` fused gate and up.
+  template <typename Act>
+  void GatedFfn(const LayerWeights& L, Act act);
 
   const Model& model_;
   KvCache& kv_;
@@ -37,8 +74,10 @@ class Forward {
   AttentionMode mode_;
   // Activations, [n_tokens, width] row-major.
   std::vector<float> x_, h_, q_, k_, v_, attn_, o_, gate_, up_;
+  int64_t n_rows_ = 0;                          // tokens of the batch in flight
   std::vector<AttentionScratch> attn_scratch_;  // one per thread
   std::vector<int64_t> tiles_;                  // first token of each attention tile of the batch
+  std::vector<int32_t> kv_end_, kv_begin_;      // per token: the cells it attends to
   MatMulScratch mm_;
 };
 

@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "core/vm.h"
+#include "model/bind.h"
 #include "ops/attention.h"
 #include "ops/thread_pool.h"
 #include "quant/kernels.h"
@@ -40,6 +41,8 @@ Result<const gguf::TensorInfo*> FindShaped(const gguf::File& f, const std::strin
   return t;
 }
 
+}  // namespace
+
 Result<WeightView> BindMatrix(const gguf::File& f, const std::string& name, int64_t n_in, int64_t n_out) {
   LS_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, FindShaped(f, name, n_in, n_out, false));
   WeightView w;
@@ -51,7 +54,6 @@ Result<WeightView> BindMatrix(const gguf::File& f, const std::string& name, int6
   return w;
 }
 
-// Decodes a small vector tensor to f32; empty when optional and absent.
 Result<std::vector<float>> BindVector(const gguf::File& f, const std::string& name, int64_t n, bool optional) {
   LS_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, FindShaped(f, name, n, 1, optional));
   std::vector<float> v;
@@ -62,7 +64,6 @@ Result<std::vector<float>> BindVector(const gguf::File& f, const std::string& na
   return v;
 }
 
-// The attention projections of layer il, every architecture alike: q/k/v/output with optional biases.
 Status BindAttention(const gguf::File& f, const HParams& hp, int il, LayerWeights* l) {
   const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
   auto name = [il](const char* s) { return tn::Blk(il, s); };
@@ -77,13 +78,37 @@ Status BindAttention(const gguf::File& f, const HParams& hp, int il, LayerWeight
   return Status::Ok();
 }
 
-}  // namespace
+Status BindQkNorms(const gguf::File& f, const HParams& hp, int il, LayerWeights* l) {
+  LS_ASSIGN_OR_RETURN(l->q_norm, BindVector(f, tn::Blk(il, tn::kAttnQNorm), hp.head_dim, false));
+  LS_ASSIGN_OR_RETURN(l->k_norm, BindVector(f, tn::Blk(il, tn::kAttnKNorm), hp.head_dim, false));
+  return Status::Ok();
+}
+
+Status BindGatedFfn(const gguf::File& f, const HParams& hp, int il, LayerWeights* l) {
+  const int64_t n_embd = hp.n_embd, n_ff = hp.n_ff;
+  auto name = [il](const char* s) { return tn::Blk(il, s); };
+  LS_ASSIGN_OR_RETURN(l->w_gate, BindMatrix(f, name(tn::kFfnGate), n_embd, n_ff));
+  LS_ASSIGN_OR_RETURN(l->w_up, BindMatrix(f, name(tn::kFfnUp), n_embd, n_ff));
+  LS_ASSIGN_OR_RETURN(l->w_down, BindMatrix(f, name(tn::kFfnDown), n_ff, n_embd));
+  LS_ASSIGN_OR_RETURN(l->b_gate, BindVector(f, name(tn::kFfnGateBias), n_ff, true));
+  LS_ASSIGN_OR_RETURN(l->b_up, BindVector(f, name(tn::kFfnUpBias), n_ff, true));
+  LS_ASSIGN_OR_RETURN(l->b_down, BindVector(f, name(tn::kFfnDownBias), n_embd, true));
+  return Status::Ok();
+}
 
 const ArchSpec* FindArch(const std::string& name) {
-  for (const ArchSpec* s : {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &BertArch()}) {
+  for (const ArchSpec* s : {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &Gemma3Arch(), &BertArch()}) {
     if (name == s->name) return s;
   }
   return nullptr;
+}
+
+std::string SupportedArchNames() {
+  std::string names;
+  for (const ArchSpec* s : {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &Gemma3Arch(), &BertArch()}) {
+    names += (names.empty() ? "" : ", ") + std::string(s->name);
+  }
+  return names;
 }
 
 const char* PoolingName(PoolingType p) {
@@ -209,7 +234,7 @@ Status Model::ReadHParams() {
   arch_ = FindArch(hp_.arch);
   if (!arch_) {
     return Unimplemented("model: " + f.path() + ": unknown architecture '" + hp_.arch +
-                         "' (supported: llama, qwen2, qwen3, bert)");
+                         "' (supported: " + SupportedArchNames() + ")");
   }
   const std::string a = hp_.arch + ".";
   LS_ASSIGN_OR_RETURN(uint32_t n_ctx, f.GetU32(a + "context_length"));
@@ -285,12 +310,13 @@ Status Model::ReadHParams() {
   if (arch_->q_width_is_n_embd && hp_.n_embd_q() != hp_.n_embd) {
     return Corrupt("model: " + f.path() + ": " + hp_.arch + " needs n_head * head_dim == n_embd");
   }
+  if (arch_->read_hparams) LS_RETURN_IF_ERROR(arch_->read_hparams(f, &hp_));
   return Status::Ok();
 }
 
 Status Model::BindWeights() {
   const gguf::File& f = *file_;
-  const int64_t n_embd = hp_.n_embd, n_ff = hp_.n_ff;
+  const int64_t n_embd = hp_.n_embd;
   LS_ASSIGN_OR_RETURN(token_embd_, BindMatrix(f, tn::kTokenEmbd, n_embd, hp_.n_vocab));
   LS_ASSIGN_OR_RETURN(output_norm_, BindVector(f, tn::kOutputNorm, n_embd, false));
   tied_ = f.FindTensor(tn::kOutput) == nullptr;
@@ -306,23 +332,7 @@ Status Model::BindWeights() {
   }
 
   layers_.resize(hp_.n_layer);
-  for (int il = 0; il < hp_.n_layer; ++il) {
-    LayerWeights& l = layers_[il];
-    auto name = [il](const char* s) { return tn::Blk(il, s); };
-    LS_ASSIGN_OR_RETURN(l.attn_norm, BindVector(f, name(tn::kAttnNorm), n_embd, false));
-    LS_RETURN_IF_ERROR(BindAttention(f, hp_, il, &l));
-    if (arch_->qk_norm) {
-      LS_ASSIGN_OR_RETURN(l.q_norm, BindVector(f, name(tn::kAttnQNorm), hp_.head_dim, false));
-      LS_ASSIGN_OR_RETURN(l.k_norm, BindVector(f, name(tn::kAttnKNorm), hp_.head_dim, false));
-    }
-    LS_ASSIGN_OR_RETURN(l.ffn_norm, BindVector(f, name(tn::kFfnNorm), n_embd, false));
-    LS_ASSIGN_OR_RETURN(l.w_gate, BindMatrix(f, name(tn::kFfnGate), n_embd, n_ff));
-    LS_ASSIGN_OR_RETURN(l.w_up, BindMatrix(f, name(tn::kFfnUp), n_embd, n_ff));
-    LS_ASSIGN_OR_RETURN(l.w_down, BindMatrix(f, name(tn::kFfnDown), n_ff, n_embd));
-    LS_ASSIGN_OR_RETURN(l.b_gate, BindVector(f, name(tn::kFfnGateBias), n_ff, true));
-    LS_ASSIGN_OR_RETURN(l.b_up, BindVector(f, name(tn::kFfnUpBias), n_ff, true));
-    LS_ASSIGN_OR_RETURN(l.b_down, BindVector(f, name(tn::kFfnDownBias), n_embd, true));
-  }
+  for (int il = 0; il < hp_.n_layer; ++il) LS_RETURN_IF_ERROR(arch_->bind_layer(f, hp_, il, &layers_[il]));
   return Status::Ok();
 }
 

@@ -36,6 +36,16 @@ struct HParams {
   float rope_freq_scale = 1.0f;
   int32_t n_rot = 0;
   PoolingType pooling = PoolingType::kNone;  // {arch}.pooling_type
+  // Sliding-window attention (gemma3): per layer, the keys a query at p sees are p - window + 1 .. p;
+  // 0 (or an empty vector) is a global layer that sees every earlier key. Local layers rotate with their own
+  // RoPE base and scale.
+  std::vector<int32_t> layer_window;  // [n_layer] or empty
+  float rope_freq_base_swa = 10000.0f;
+  float rope_freq_scale_swa = 1.0f;
+  float embd_scale = 1.0f;           // input embeddings are multiplied by it (gemma: sqrt(n_embd))
+  float attn_q_scale = 1.0f;         // gemma3: q *= it after RoPE, and attention scales by 1
+  float final_logit_softcap = 0.0f;  // logits = c * tanh(logits / c) when > 0
+  int32_t window(int il) const { return layer_window.empty() ? 0 : layer_window[il]; }
   int64_t n_embd_q() const { return int64_t{n_head} * head_dim; }
   int64_t n_embd_kv() const { return int64_t{n_head_kv} * head_dim; }
 };
@@ -44,7 +54,9 @@ struct LayerWeights {
   std::vector<float> attn_norm;                // [n_embd]
   WeightView wq, wk, wv;                       // [n_embd -> n_head*hd], [n_embd -> n_head_kv*hd] x2
   std::vector<float> bq, bk, bv;               // optional biases, same widths (empty if absent)
-  std::vector<float> q_norm, k_norm;           // qwen3: [head_dim]
+  std::vector<float> q_norm, k_norm;           // qwen3, gemma3: [head_dim]
+  std::vector<float> attn_post_norm;           // gemma3: [n_embd], on the attention's output
+  std::vector<float> ffn_post_norm;            // gemma3: [n_embd], on the FFN's output
   WeightView wo;                               // [n_head*hd -> n_embd]
   std::vector<float> bo;                       // optional [n_embd]
   std::vector<float> ffn_norm;                 // [n_embd]

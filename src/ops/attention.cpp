@@ -15,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -153,8 +154,8 @@ void FlashSoftmaxBlock(const float* score, int nb, float* p, float& m, float& su
 }
 
 // The definition of kFlash for one head. O(head_dim + kKeyBlock) state at any length.
-void FlashHeadScalar(const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv, float scale,
-                     float* out, AttentionScratch& s) {
+void FlashHeadScalar(const float* q, const KvRows& kv, int g, int head_dim, int32_t begin, int32_t n_kv,
+                     float scale, float* out, AttentionScratch& s) {
   const TensorType q_type = quant::VecDotType(kv.type_k);
   const size_t hd = static_cast<size_t>(head_dim);
   if (s.q_enc.size() < RowBytes(q_type, head_dim)) s.q_enc.resize(RowBytes(q_type, head_dim));
@@ -172,8 +173,9 @@ void FlashHeadScalar(const float* q, const KvRows& kv, int g, int head_dim, int3
   const size_t v_off = RowBytes(kv.type_v, static_cast<int64_t>(g) * head_dim);
   std::fill(acc, acc + hd, 0.0f);
   float m = -INFINITY, sum = 0.0f;
-  for (int32_t j0 = 0; j0 < n_kv; j0 += kKeyBlock) {
-    const int nb = static_cast<int>(std::min<int32_t>(kKeyBlock, n_kv - j0));
+  // Blocks end on multiples of kKeyBlock: a window's first block is the partial one.
+  for (int32_t j0 = begin; j0 < n_kv; j0 = (j0 / kKeyBlock + 1) * kKeyBlock) {
+    const int nb = static_cast<int>(std::min<int32_t>((j0 / kKeyBlock + 1) * kKeyBlock, n_kv) - j0);
     for (int jj = 0; jj < nb; ++jj) {
       quant::DequantizeRow(kv.type_k, kv.k + (j0 + jj) * kv.k_row_bytes + k_off, krow, head_dim);
       score[jj] = LaneDot(qr, krow, head_dim) * scale;
@@ -507,9 +509,11 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
     s.kv_f.resize(kKeyBlock * static_cast<size_t>(hd));
   }
   uint16_t* qe = reinterpret_cast<uint16_t*>(s.q_enc.data());
-  int32_t n_kv_max = 0;
+  int32_t n_kv_max = 0, begin_min = INT32_MAX;
+  auto begin_of = [&a](int t) { return a.kv_begin ? a.kv_begin[t] : 0; };
   for (int t = 0; t < a.n_tok; ++t) {
     n_kv_max = std::max(n_kv_max, a.n_kv[t]);
+    begin_min = std::min(begin_min, begin_of(t));
     for (int h = 0; h < per_tok; ++h) {
       ks.quantize[quant::kF16](a.q + t * a.q_tok_stride + h * a.q_stride, qe, hd);
       ks.dequantize[quant::kF16](qe, s.q_f.data() + (static_cast<size_t>(t) * per_tok + h) * hd, hd);
@@ -523,10 +527,13 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
   const uint8_t* krows[kKeyBlock];
   const uint8_t* vrows[kKeyBlock];
   const uint8_t* vf_rows[kKeyBlock];
-  for (int32_t j0 = 0; j0 < n_kv_max; j0 += kKeyBlock) {
+  // Blocks sit on multiples of kKeyBlock whatever the tokens' windows: a token whose window starts inside a
+  // block takes the block's rows from its first cell on, as it does alone.
+  auto sees = [&](int t, int32_t j0) { return a.n_kv[t] > j0 && begin_of(t) < j0 + kKeyBlock; };
+  for (int32_t j0 = begin_min / kKeyBlock * kKeyBlock; j0 < n_kv_max; j0 += kKeyBlock) {
     const int nb_max = static_cast<int>(std::min<int32_t>(kKeyBlock, n_kv_max - j0));
     int n_see = 0;  // tokens that attend to this block
-    for (int t = 0; t < a.n_tok; ++t) n_see += a.n_kv[t] > j0 ? 1 : 0;
+    for (int t = 0; t < a.n_tok; ++t) n_see += sees(t, j0) ? 1 : 0;
     const bool convert = n_see >= kConvertTokens;
     for (int i = 0; i < a.n_kv_heads; ++i) {
       const uint8_t* kbase = kv.k + static_cast<size_t>(g + i) * hd * 2;
@@ -550,16 +557,17 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
       // past the block's end see all of it): each row's scores and softmax step come first, as alone.
       const float* g_prob[kGroupRows];
       float* g_acc[kGroupRows];
-      int g_rows = 0, g_nb = 0;
+      int g_rows = 0, g_nb = 0, g_off = 0;
       auto flush = [&] {
-        if (g_rows > 0) rows_pass[g_rows - 1](vf_rows, g_nb, g_prob, g_acc, hd);
+        if (g_rows > 0) rows_pass[g_rows - 1](vf_rows + g_off, g_nb, g_prob, g_acc, hd);
         g_rows = 0;
       };
       bool first = true;  // the first token to read a block prefetches for it and the next one
       for (int t = 0; t < a.n_tok; ++t) {
-        if (a.n_kv[t] <= j0) continue;
-        const int nb = static_cast<int>(std::min<int32_t>(kKeyBlock, a.n_kv[t] - j0));
-        const int32_t ahead = first ? n_kv_max - j0 : 0;
+        if (!sees(t, j0)) continue;
+        const int off = static_cast<int>(std::max<int32_t>(0, begin_of(t) - j0));  // window start in block
+        const int nb = static_cast<int>(std::min<int32_t>(kKeyBlock, a.n_kv[t] - j0)) - off;
+        const int32_t ahead = first ? n_kv_max - j0 - off : 0;
         first = false;
         for (int h = 0; h < a.n_q;) {
           const size_t r = static_cast<size_t>(t) * per_tok + static_cast<size_t>(i) * a.n_q + h;
@@ -568,19 +576,20 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
           const int nq = a.n_q - h >= 2 ? 2 : 1;
           h += nq;
           if (!convert) {
-            (nq == 2 ? block_pair : block_one)(q, krows, vrows, nb, kv.k_row_bytes, ahead, hd, scale, acc,
-                                               s.scores.data(), m + r, sum + r);
+            (nq == 2 ? block_pair : block_one)(q, krows + off, vrows + off, nb, kv.k_row_bytes, ahead, hd,
+                                               scale, acc, s.scores.data(), m + r, sum + r);
             continue;
           }
-          if (g_rows > 0 && (g_nb != nb || g_rows + nq > kGroupRows)) flush();
+          if (g_rows > 0 && (g_nb != nb || g_off != off || g_rows + nq > kGroupRows)) flush();
           float* sc = s.scores.data() + static_cast<size_t>(g_rows) * 2 * kKeyBlock;  // [2 nq][kKeyBlock]
           auto* const scores = nq == 2 ? FlashScoresF16<2> : FlashScoresF16<1>;
-          scores(q, krows, vf_rows, nb, kv.k_row_bytes, 0, hd, scale, acc, sc, m + r, sum + r);
+          scores(q, krows + off, vf_rows + off, nb, kv.k_row_bytes, 0, hd, scale, acc, sc, m + r, sum + r);
           for (int e = 0; e < nq; ++e) {
             g_prob[g_rows] = sc + (nq + e) * kKeyBlock;
             g_acc[g_rows++] = acc + e * hd;
           }
           g_nb = nb;
+          g_off = off;
         }
       }
       flush();
@@ -597,8 +606,8 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
 
 // kStandard for one head: all scores, softmax with a double sum, probabilities rounded to F16 for an F16
 // V cache (the V dot type), V summed in f32.
-void StandardHead(const float* q, const KvRows& kv, int g, int head_dim, int32_t n_kv, float scale,
-                  float* out, AttentionScratch& s, bool allow_simd) {
+void StandardHead(const float* q, const KvRows& kv, int g, int head_dim, int32_t begin, int32_t n_kv,
+                  float scale, float* out, AttentionScratch& s, bool allow_simd) {
   const TensorType q_type = quant::VecDotType(kv.type_k);
   const size_t q_bytes = RowBytes(q_type, head_dim);
   if (s.q_enc.size() < q_bytes) s.q_enc.resize(q_bytes);
@@ -607,13 +616,13 @@ void StandardHead(const float* q, const KvRows& kv, int g, int head_dim, int32_t
 
   const size_t k_off = RowBytes(kv.type_k, static_cast<int64_t>(g) * head_dim);
   float max_score = -INFINITY;
-  for (int32_t j = 0; j < n_kv; ++j) {
+  for (int32_t j = begin; j < n_kv; ++j) {
     const float d = quant::VecDot(kv.type_k, kv.k + j * kv.k_row_bytes + k_off, s.q_enc.data(), head_dim);
     s.scores[j] = d * scale;
     max_score = std::max(max_score, s.scores[j]);
   }
   double sum = 0;
-  for (int32_t j = 0; j < n_kv; ++j) {
+  for (int32_t j = begin; j < n_kv; ++j) {
     const float e = std::exp(s.scores[j] - max_score);
     s.scores[j] = e;
     sum += e;
@@ -627,7 +636,7 @@ void StandardHead(const float* q, const KvRows& kv, int g, int head_dim, int32_t
   if (!v_f16 && kv.type_v != TensorType::kF32 && s.v_row.size() < static_cast<size_t>(head_dim)) {
     s.v_row.resize(head_dim);
   }
-  for (int32_t j = 0; j < n_kv; ++j) {
+  for (int32_t j = begin; j < n_kv; ++j) {
     const uint8_t* vrow = kv.v + j * kv.v_row_bytes + v_off;
     if (v_f16) {
       const float p = F16ToF32(F32ToF16(s.scores[j] * inv));
@@ -659,13 +668,14 @@ void AttendTokens(AttentionMode mode, const AttendBatch& a, const KvRows& kv, in
     return;
   }
   for (int t = 0; t < a.n_tok; ++t) {
+    const int32_t begin = a.kv_begin ? a.kv_begin[t] : 0;
     for (int h = 0; h < a.n_kv_heads * a.n_q; ++h) {
       const float* q = a.q + t * a.q_tok_stride + h * a.q_stride;
       float* out = a.out + t * a.out_tok_stride + h * a.out_stride;
       if (mode == AttentionMode::kFlash) {
-        FlashHeadScalar(q, kv, g + h / a.n_q, head_dim, a.n_kv[t], scale, out, s);
+        FlashHeadScalar(q, kv, g + h / a.n_q, head_dim, begin, a.n_kv[t], scale, out, s);
       } else {
-        StandardHead(q, kv, g + h / a.n_q, head_dim, a.n_kv[t], scale, out, s, true);
+        StandardHead(q, kv, g + h / a.n_q, head_dim, begin, a.n_kv[t], scale, out, s, true);
       }
     }
   }
@@ -711,12 +721,12 @@ bool ForceFlashVPassForTest(int wide) {
 }
 
 void AttendHeadReference(AttentionMode mode, const float* q, const KvRows& kv, int g, int head_dim,
-                         int32_t n_kv, float scale, float* out, AttentionScratch& s) {
+                         int32_t n_kv, float scale, float* out, AttentionScratch& s, int32_t kv_begin) {
   if (mode == AttentionMode::kFlash) {
-    FlashHeadScalar(q, kv, g, head_dim, n_kv, scale, out, s);
+    FlashHeadScalar(q, kv, g, head_dim, kv_begin, n_kv, scale, out, s);
     return;
   }
-  StandardHead(q, kv, g, head_dim, n_kv, scale, out, s, false);
+  StandardHead(q, kv, g, head_dim, kv_begin, n_kv, scale, out, s, false);
 }
 
 }  // namespace lazyslot

@@ -50,8 +50,9 @@ void AttendGroup(AttentionMode mode, const float* q, int64_t q_stride, int n_q, 
                  AttentionScratch& scratch);
 
 // Several tokens of one slot against kv heads g .. g + n_kv_heads - 1: token t's query head h of kv head
-// g + i at q + t * q_tok_stride + (i * n_q + h) * q_stride sees the slot's cells [0, n_kv[t]), its output
-// at out + t * out_tok_stride + (i * n_q + h) * out_stride.
+// g + i at q + t * q_tok_stride + (i * n_q + h) * q_stride sees the slot's cells [kv_begin[t], n_kv[t])
+// ([0, n_kv[t]) without kv_begin), its output at out + t * out_tok_stride + (i * n_q + h) * out_stride.
+// A sliding-window layer passes kv_begin: the cells before it are never read (their pages may be gone).
 struct AttendBatch {
   const float* q = nullptr;
   int64_t q_tok_stride = 0;
@@ -59,7 +60,8 @@ struct AttendBatch {
   int n_q = 1;  // query heads per token sharing a kv head
   int n_kv_heads = 1;
   int n_tok = 1;
-  const int32_t* n_kv = nullptr;  // [n_tok]
+  const int32_t* n_kv = nullptr;      // [n_tok]
+  const int32_t* kv_begin = nullptr;  // [n_tok] or nullptr (every token from cell 0)
   float* out = nullptr;
   int64_t out_tok_stride = 0;
   int64_t out_stride = 0;
@@ -100,8 +102,11 @@ std::string AttentionKernelChoice();
 // one, -1 the measured choice again.
 bool ForceFlashVPassForTest(int wide);
 
-// The scalar definition of each mode (no vector helpers beyond the kernel table's dots), for tests.
+// The scalar definition of each mode (no vector helpers beyond the kernel table's dots), for tests: keys
+// [kv_begin, n_kv). The flash mode's blocks of keys stay aligned to absolute cells (a multiple of 32), so a
+// window gives the same bits whichever path and batch a token runs in.
 void AttendHeadReference(AttentionMode mode, const float* q, const KvRows& kv, int g, int head_dim,
-                         int32_t n_kv, float scale, float* out, AttentionScratch& scratch);
+                         int32_t n_kv, float scale, float* out, AttentionScratch& scratch,
+                         int32_t kv_begin = 0);
 
 }  // namespace lazyslot

@@ -86,6 +86,7 @@ TEST(DecoderRerankTest, ScoreIsTheSoftmaxOfTheYesAndNoLogits) {
     kc.n_layer = hp.n_layer;
     kc.n_ctx_slot = static_cast<int32_t>(prompt.size());
     kc.n_embd_k = kc.n_embd_v = hp.n_embd_kv();
+    kc.layer_window = hp.layer_window;
     auto kv = KvCache::Create(kc);
     ASSERT_TRUE(kv.ok());
     ThreadPool pool(2);

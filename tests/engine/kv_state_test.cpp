@@ -26,6 +26,7 @@ std::unique_ptr<KvCache> MakeCache(const Model& m, int n_slot, int32_t n_ctx, Te
   kc.n_slot = n_slot;
   kc.n_ctx_slot = n_ctx;
   kc.n_embd_k = kc.n_embd_v = hp.n_embd_kv();
+  kc.layer_window = hp.layer_window;
   kc.head_dim = hp.head_dim;
   kc.type_k = k;
   kc.type_v = v;

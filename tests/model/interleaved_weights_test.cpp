@@ -30,6 +30,7 @@ std::vector<float> Logits(const Model& model) {
   kc.n_slot = 2;
   kc.n_ctx_slot = 32;
   kc.n_embd_k = kc.n_embd_v = hp.n_embd_kv();
+  kc.layer_window = hp.layer_window;
   auto kv = KvCache::Create(kc);
   EXPECT_TRUE(kv.ok()) << kv.status().ToString();
   if (!kv.ok()) return {};

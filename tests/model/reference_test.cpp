@@ -1,5 +1,5 @@
 // Numerics against llama.cpp: every model in ../shared/models gives the reference logits (short, long,
-// long2k, twoseq), greedy continuations and pooled embeddings of ../shared/reference/MODEL.json, within the
+// long2k, long300, twoseq), greedy continuations and pooled embeddings of ../shared/reference/MODEL.json, within the
 // tolerances of ../shared/reference/README.md (chosen from the model's weight types, never per file).
 #include <gtest/gtest.h>
 
@@ -27,7 +27,7 @@ const char* kModels[] = {
     "stories260K",      "TinyLLama-v0-Q4_0", "llama-2-tiny-random", "qwen2-tiny-f32",    "qwen2-tiny-q8_0",
     "qwen2-tiny-q4_k_m", "qwen3-tiny-f32",   "qwen3-tiny-f16",      "qwen3-tiny-bf16",   "qwen3-tiny-q8_0",
     "qwen3-tiny-q4_0",  "qwen3-tiny-q4_k_m", "qwen3-tiny-q5_k_m",   "qwen3-tiny-q6_k",   "qwen3-hd128-f32",
-    "qwen3-hd128-q8_0", "qwen3-vocab-tiny-q8_0",
+    "qwen3-hd128-q8_0", "qwen3-vocab-tiny-q8_0", "gemma3-tiny-f32",    "gemma3-tiny-q8_0",
 };
 
 enum class Precision { kF32, kHalf, kQuantized };
@@ -86,6 +86,7 @@ std::vector<std::vector<float>> RunSequences(const Model& model, const std::vect
   kc.n_ctx_slot = 1;
   for (const auto& s : seqs) kc.n_ctx_slot = std::max<int32_t>(kc.n_ctx_slot, static_cast<int32_t>(s.size()));
   kc.n_embd_k = kc.n_embd_v = hp.n_embd_kv();
+  kc.layer_window = hp.layer_window;
   auto kv = KvCache::Create(kc);
   EXPECT_TRUE(kv.ok()) << kv.status().ToString();
   ThreadPool pool(2);
@@ -155,7 +156,7 @@ TEST_P(ReferenceTest, LogitsMatch) {
   const Precision p = ModelPrecision(*l.model);
   const double tol = LogitTolerance(p);
   const int32_t n_vocab = l.model->hparams().n_vocab;
-  for (const char* key : {"short", "long", "long2k"}) {
+  for (const char* key : {"short", "long", "long2k", "long300"}) {
     if (!l.ref.contains(key)) continue;
     const json& r = l.ref[key];
     ASSERT_EQ(r["n_vocab"].get<int32_t>(), n_vocab);
@@ -197,6 +198,7 @@ TEST_P(ReferenceTest, GreedyMatchesWhileMarginIsClear) {
     kc.n_layer = hp.n_layer;
     kc.n_ctx_slot = static_cast<int32_t>(prompt.size() + expect.size());
     kc.n_embd_k = kc.n_embd_v = hp.n_embd_kv();
+    kc.layer_window = hp.layer_window;
     auto kv = KvCache::Create(kc);
     ASSERT_TRUE(kv.ok());
     ThreadPool pool(2);

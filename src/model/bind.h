@@ -1,0 +1,26 @@
+// Shared helpers the architectures bind their tensors with (model.cpp): each finds a tensor by its GGUF name,
+// checks its shape and type, and fails with a message naming the file and the tensor.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "gguf/gguf.h"
+#include "model/model.h"
+
+namespace lazyslot {
+
+// A weight matrix [n_in -> n_out] (GGUF dims [n_in, n_out]) viewed in place.
+Result<WeightView> BindMatrix(const gguf::File& f, const std::string& name, int64_t n_in, int64_t n_out);
+// Decodes a small vector tensor [n] to f32; empty when optional and absent.
+Result<std::vector<float>> BindVector(const gguf::File& f, const std::string& name, int64_t n, bool optional);
+// The attention projections of layer il, every architecture alike: q/k/v/output with optional biases.
+Status BindAttention(const gguf::File& f, const HParams& hp, int il, LayerWeights* l);
+// The per-head q/k RMS norms [head_dim] (qwen3, gemma3).
+Status BindQkNorms(const gguf::File& f, const HParams& hp, int il, LayerWeights* l);
+// A gated FFN: gate and up [n_embd -> n_ff], down [n_ff -> n_embd], optional biases.
+Status BindGatedFfn(const gguf::File& f, const HParams& hp, int il, LayerWeights* l);
+
+}  // namespace lazyslot
