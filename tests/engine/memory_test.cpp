@@ -350,6 +350,46 @@ TEST_F(SlotFileTest, SaveEraseRestoreGivesTheSameContinuation) {
   EXPECT_EQ(again.tokens, expect);
 }
 
+// A sliding-window model (gemma3-tiny, window 64): the file holds the global layer's every row and each
+// local layer's window; restoring it commits just those pages and the conversation continues as before.
+TEST_F(SlotFileTest, SlidingWindowSlotRoundTrips) {
+  REQUIRE_SHARED_FILE("models/gemma3-tiny-q8_0.gguf");
+  EngineConfig cfg = Config("models/gemma3-tiny-q8_0.gguf", 2, 2048);
+  cfg.slot_save_path = dir_.string();
+  auto e = Make(cfg);
+  ASSERT_TRUE(e);
+  const std::vector<TokenId> p = Prompt(300, 9);
+  Collected first = RunOne(*e, Greedy(p, 10));
+  ASSERT_FALSE(first.error);
+  int slot = -1;
+  for (const SlotInfo& s : e->Stats().slots) {
+    if (s.n_tokens > 0) slot = s.id;
+  }
+  ASSERT_GE(slot, 0);
+  const uint64_t held = e->Stats().kv_committed_bytes;
+  auto saved = e->SaveSlot(slot, "window.bin");
+  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+  EXPECT_EQ(saved->n_tokens, 309);
+  // Header, tokens, the global layer's 309 rows and five local layers' 64, K and V of 128 bytes each.
+  EXPECT_EQ(saved->n_bytes, 72u + 309 * 4 + (309 + 5 * 64) * 2 * 128);
+  std::vector<TokenId> follow = p;
+  follow.insert(follow.end(), first.tokens.begin(), first.tokens.end());
+  follow.push_back(42);
+  const std::vector<TokenId> expect = RunOne(*e, Greedy(follow, 10, false)).tokens;
+
+  ASSERT_TRUE(e->EraseSlot(0).ok());
+  ASSERT_TRUE(e->EraseSlot(1).ok());
+  EXPECT_TRUE(SettlesAt(*e, 0));
+  auto restored = e->RestoreSlot(1, "window.bin");
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  EXPECT_EQ(restored->n_tokens, 309);
+  EXPECT_EQ(e->Memory().kv_resident, held) << "the same pages as when it was saved";
+  EXPECT_EQ(e->Stats().kv_committed_bytes, held);
+  Collected again = RunOne(*e, Greedy(follow, 10));
+  EXPECT_EQ(again.done.n_cached, 309);
+  EXPECT_EQ(again.tokens, expect);
+}
+
 TEST_F(SlotFileTest, BadNamesTruncatedAndForeignFilesAreRefused) {
   REQUIRE_SHARED_FILE("models/qwen3-tiny-q8_0.gguf");
   REQUIRE_SHARED_FILE("models/qwen3-tiny-f32.gguf");

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -166,6 +167,77 @@ void TokensTogetherBitIdenticalToOneByOne() {
   }
 }
 
+// A sliding window: each token of a causal run sees cells [p + 1 - w, p] (kv_begin). Every path gives the
+// scalar definition's bits over that range, the rows before it are never read (they hold NaN here, as a
+// given-back page would hold zeros), and the result is softmax . V over the window alone. Gemma's shapes
+// (head_dim 256, four query heads on one kv head) and windows inside, on and across key blocks.
+void WindowedTokensBitIdenticalToDefinition() {
+  std::mt19937 rng(11);
+  for (TensorType type : {TensorType::kF16, TensorType::kF32}) {
+    for (auto [n_head_kv, head_dim, group] : {std::tuple{1, 256, 4}, {2, 64, 2}, {1, 40, 1}}) {
+      const int32_t n_cells = 150;
+      Cache c = MakeCache(type, n_head_kv, head_dim, n_cells, rng);
+      for (int32_t window : {1, 5, 31, 32, 33, 64, 200}) {
+        // Poison every row no token of the run below sees: cells before the first window.
+        const int32_t first_pos = 90, n_tok = 40;  // positions 90 .. 129, one prompt tile after another
+        const int32_t floor = std::max<int32_t>(0, first_pos + 1 - window);
+        Cache poisoned = c;
+        const std::vector<float> nan_row(int64_t{n_head_kv} * head_dim, NAN);
+        for (int32_t j = 0; j < floor; ++j) {
+          quant::QuantizeRow(type, nan_row.data(), poisoned.k.data() + j * c.rows.k_row_bytes, nan_row.size());
+          quant::QuantizeRow(type, nan_row.data(), poisoned.v.data() + j * c.rows.v_row_bytes, nan_row.size());
+        }
+        poisoned.rows.k = poisoned.k.data();
+        poisoned.rows.v = poisoned.v.data();
+        std::vector<int32_t> n_kv(n_tok), begin(n_tok);
+        for (int t = 0; t < n_tok; ++t) {
+          n_kv[t] = first_pos + t + 1;
+          begin[t] = std::max<int32_t>(0, n_kv[t] - window);
+        }
+        const int64_t width = int64_t{n_head_kv} * group * head_dim;
+        std::normal_distribution<float> dist(0.0f, 1.0f);
+        std::vector<float> q(n_tok * width);
+        for (float& x : q) x = dist(rng);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+        for (AttentionMode mode : {AttentionMode::kFlash, AttentionMode::kStandard}) {
+          AttentionScratch s;
+          std::vector<float> out(n_tok * width, -1.0f);
+          AttendBatch a;
+          a.q = q.data();
+          a.q_tok_stride = a.out_tok_stride = width;
+          a.q_stride = a.out_stride = head_dim;
+          a.n_q = group;
+          a.n_kv_heads = n_head_kv;
+          a.n_tok = n_tok;
+          a.n_kv = n_kv.data();
+          a.kv_begin = begin.data();
+          a.out = out.data();
+          AttendTokens(mode, a, poisoned.rows, 0, head_dim, scale, s);
+          for (int t = 0; t < n_tok; ++t) {
+            // The exact value over the window: a cache holding only its rows.
+            Cache win;
+            win.k_f.assign(c.k_f.begin() + int64_t{begin[t]} * n_head_kv * head_dim, c.k_f.end());
+            win.v_f.assign(c.v_f.begin() + int64_t{begin[t]} * n_head_kv * head_dim, c.v_f.end());
+            for (int h = 0; h < n_head_kv * group; ++h) {
+              const int g = h / group;
+              const float* qh = q.data() + t * width + h * head_dim;
+              std::vector<float> ref(head_dim);
+              AttendHeadReference(mode, qh, c.rows, g, head_dim, n_kv[t], scale, ref.data(), s, begin[t]);
+              const std::vector<double> exact = Exact(win, qh, g, n_head_kv, head_dim, n_kv[t] - begin[t], scale);
+              for (int e = 0; e < head_dim; ++e) {
+                ASSERT_EQ(out[t * width + h * head_dim + e], ref[e])
+                    << (mode == AttentionMode::kFlash ? "flash " : "standard ") << TypeName(type)
+                    << " hd=" << head_dim << " window=" << window << " token " << t << " head " << h;
+                ASSERT_NEAR(ref[e], exact[e], 2e-2) << "hd=" << head_dim << " window=" << window;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // The online softmax must not overflow when scores grow along the sequence (each new max rescales).
 void FlashHandlesGrowingScores() {
   const int head_dim = 16;
@@ -205,6 +277,7 @@ class AttentionVPass : public ::testing::TestWithParam<int> {
 TEST_P(AttentionVPass, GroupedFastPathBitIdenticalToDefinition) { GroupedFastPathBitIdenticalToDefinition(); }
 TEST_P(AttentionVPass, TokensTogetherBitIdenticalToOneByOne) { TokensTogetherBitIdenticalToOneByOne(); }
 TEST_P(AttentionVPass, FlashHandlesGrowingScores) { FlashHandlesGrowingScores(); }
+TEST_P(AttentionVPass, WindowedTokensBitIdenticalToDefinition) { WindowedTokensBitIdenticalToDefinition(); }
 INSTANTIATE_TEST_SUITE_P(Forms, AttentionVPass, ::testing::Values(0, 1),
                          [](const ::testing::TestParamInfo<int>& i) { return i.param ? "avx512" : "avx2"; });
 
