@@ -122,14 +122,16 @@ std::vector<TensorPlan> PlanTensors(const SynthShape& s) {
       p.push_back({b + "attn_v.bias", kv_dim, 0, false, Init::kBias});
     }
     p.push_back({b + "attn_output.weight", q_dim, s.n_embd, true, Init::kMatrix});
-    if (s.arch == "qwen3") {
+    if (s.arch == "qwen3" || s.arch == "gemma3") {
       p.push_back({b + "attn_q_norm.weight", s.head_dim, 0, false, Init::kNorm});
       p.push_back({b + "attn_k_norm.weight", s.head_dim, 0, false, Init::kNorm});
     }
+    if (s.arch == "gemma3") p.push_back({b + "post_attention_norm.weight", s.n_embd, 0, false, Init::kNorm});
     p.push_back({b + "ffn_norm.weight", s.n_embd, 0, false, Init::kNorm});
     p.push_back({b + "ffn_gate.weight", s.n_embd, s.n_ff, true, Init::kMatrix});
     p.push_back({b + "ffn_up.weight", s.n_embd, s.n_ff, true, Init::kMatrix});
     p.push_back({b + "ffn_down.weight", s.n_ff, s.n_embd, true, Init::kMatrix});
+    if (s.arch == "gemma3") p.push_back({b + "post_ffw_norm.weight", s.n_embd, 0, false, Init::kNorm});
   }
   return p;
 }
@@ -167,6 +169,23 @@ bool ApplyPreset(const std::string& preset, SynthShape* s) {
     s->tied = true;
     return true;
   }
+  if (preset == "gemma3-1b") {  // google/gemma-3-1b-it's shape: 26 layers, five local (window 512) per global
+    s->arch = "gemma3";
+    s->name = "gemma3-1b";
+    s->n_embd = 1152;
+    s->n_layer = 26;
+    s->n_head = 4;
+    s->n_head_kv = 1;
+    s->head_dim = 256;
+    s->n_ff = 6912;
+    s->n_vocab = 262144;
+    s->n_ctx = 32768;
+    s->rope_base = 1e6f;
+    s->eps = 1e-6f;
+    s->tied = true;
+    s->sliding_window = 512;
+    return true;
+  }
   if (preset == "qwen3-0.6b") {
     s->name = "qwen3-0.6b";
     s->n_embd = 1024;
@@ -186,8 +205,12 @@ bool ApplyPreset(const std::string& preset, SynthShape* s) {
 }
 
 Status ValidateSynth(const SynthShape& s, TensorType type) {
-  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "bert") {
-    return InvalidArgument("--arch must be llama, qwen2, qwen3 or bert, got '" + s.arch + "'");
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "gemma3" && s.arch != "bert") {
+    return InvalidArgument("--arch must be llama, qwen2, qwen3, gemma3 or bert, got '" + s.arch + "'");
+  }
+  if (s.arch == "gemma3" && (s.sliding_window <= 0 || s.sliding_window > s.n_ctx)) {
+    return InvalidArgument("gemma3 needs --sliding-window in 1..n_ctx (" + std::to_string(s.n_ctx) + "), got " +
+                           std::to_string(s.sliding_window));
   }
   if (s.arch == "bert" && s.n_head_kv != s.n_head) {
     return InvalidArgument("bert has as many kv heads as heads (--n-head-kv " + std::to_string(s.n_head_kv) +
@@ -278,6 +301,10 @@ Status AddSynthModel(const SynthShape& s, TensorType type, uint64_t seed, gguf::
     w->SetF32(a + ".attention.layer_norm_rms_epsilon", s.eps);
     w->SetF32(a + ".rope.freq_base", s.rope_base);
     w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(s.head_dim));
+  }
+  if (s.arch == "gemma3") {  // no pattern key: llama.cpp's default period of 6, as converted Gemma 3 files
+    w->SetU32(a + ".attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
+    w->SetF32(a + ".rope.freq_base_swa", 10000.0f);
   }
   w->SetU64("lazyslot.synth.seed", seed);
 

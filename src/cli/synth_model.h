@@ -12,7 +12,7 @@
 namespace lazyslot::cli {
 
 struct SynthShape {
-  std::string arch = "qwen3";  // llama | qwen2 | qwen3 | bert
+  std::string arch = "qwen3";  // llama | qwen2 | qwen3 | gemma3 | bert
   std::string name = "tiny";   // preset name, for general.name
   int64_t n_embd = 256;
   int64_t n_layer = 4;
@@ -25,9 +25,11 @@ struct SynthShape {
   float rope_base = 1e6f;
   float eps = 1e-6f;
   bool tied = true;
+  int64_t sliding_window = 0;  // gemma3: the local layers' window (five local layers, then a global one)
 };
 
-// Fills `shape` from a preset name ("tiny", "qwen3-0.6b", "bge-small": a bert); false if unknown.
+// Fills `shape` from a preset name ("tiny", "qwen3-0.6b", "gemma3-1b", "bge-small": a bert); false if
+// unknown.
 bool ApplyPreset(const std::string& preset, SynthShape* shape);
 
 // Checks the shape for `type` (positive sizes, GQA divisibility, row lengths multiple of the block size).

@@ -96,8 +96,17 @@ Status BindGatedFfn(const gguf::File& f, const HParams& hp, int il, LayerWeights
   return Status::Ok();
 }
 
+namespace {
+
+// Every architecture this engine implements (arch_*.cpp).
+std::vector<const ArchSpec*> AllArchs() {
+  return {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &Gemma3Arch(), &BertArch()};
+}
+
+}  // namespace
+
 const ArchSpec* FindArch(const std::string& name) {
-  for (const ArchSpec* s : {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &Gemma3Arch(), &BertArch()}) {
+  for (const ArchSpec* s : AllArchs()) {
     if (name == s->name) return s;
   }
   return nullptr;
@@ -105,9 +114,7 @@ const ArchSpec* FindArch(const std::string& name) {
 
 std::string SupportedArchNames() {
   std::string names;
-  for (const ArchSpec* s : {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &Gemma3Arch(), &BertArch()}) {
-    names += (names.empty() ? "" : ", ") + std::string(s->name);
-  }
+  for (const ArchSpec* s : AllArchs()) names += (names.empty() ? "" : ", ") + std::string(s->name);
   return names;
 }
 

@@ -117,5 +117,33 @@ TEST(ServerWindow, ReuseFollowsTheWindow) {
   EXPECT_EQ(r["tokens"], Complete(*fresh, shortp, 8, false)["tokens"]);
 }
 
+// The Gemma chat template of ../shared/templates renders through the server and a chat completion runs on
+// the model; the template's own refusal of a system turn comes back as a 400 naming it.
+TEST(ServerWindow, GemmaChatTemplateRendersAndAnswers) {
+  REQUIRE_SHARED_FILE(kGemmaQ8);
+  REQUIRE_SHARED_FILE("templates/google-gemma-2-2b-it.jinja");
+  START_SERVER(srv, {"-m", SharedPath(kGemmaQ8), "-np", "1", "-c", "1024", "--chat-template-file",
+                     SharedPath("templates/google-gemma-2-2b-it.jinja")});
+  const json messages = json::array({{{"role", "user"}, {"content", "Hello there"}},
+                                     {{"role", "assistant"}, {"content", "Hi"}},
+                                     {{"role", "user"}, {"content", "Tell me a story"}}});
+  HttpResult r = srv->Post("/apply-template", {{"messages", messages}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string prompt = r.Json()["prompt"];
+  EXPECT_NE(prompt.find("<start_of_turn>user\nHello there<end_of_turn>\n<start_of_turn>model\nHi<end_of_turn>\n"),
+            std::string::npos)
+      << prompt;
+  EXPECT_NE(prompt.find("Tell me a story<end_of_turn>\n<start_of_turn>model\n"), std::string::npos) << prompt;
+  r = srv->Post("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 8}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Json()["usage"]["completion_tokens"], 8);
+  r = srv->Post("/v1/chat/completions",
+                {{"messages", json::array({{{"role", "system"}, {"content", "Be brief."}},
+                                           {{"role", "user"}, {"content", "Hi"}}})},
+                 {"max_tokens", 4}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("System role not supported"), std::string::npos) << r.body;
+}
+
 }  // namespace
 }  // namespace lazyslot::testing
