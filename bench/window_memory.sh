@@ -7,7 +7,8 @@
 # Usage: bench/window_memory.sh MODEL.gguf [-- extra flags for both servers]
 #   LAZYSLOT=build/lazyslot LLAMA_SERVER=/path/to/llama-server bench/window_memory.sh gemma3-1b-q8_0.gguf \
 #     -- -c 16384 -np 1
-# Without LLAMA_SERVER only lazyslot runs. Both get -t 2 (THREADS). Prints one TSV row per point:
+# Without LLAMA_SERVER only lazyslot runs. Both get -t 2 (THREADS); HOLD="1024 4095" changes the points
+# (with -np 4 -c 16384 a slot holds 4,096 cells). Prints one TSV row per point:
 #   server  point  tokens_held  rss_mib  kv_mib
 set -euo pipefail
 MODEL=${1:?usage: window_memory.sh MODEL.gguf [-- flags]}
@@ -19,7 +20,7 @@ THREADS=${THREADS:-2}
 PORT=${PORT:-18531}
 HERE=$(cd "$(dirname "$0")" && pwd)
 LAZYSLOT=${LAZYSLOT:-$HERE/../build/lazyslot}
-HOLD=(1024 4096 16383)
+read -r -a HOLD <<< "${HOLD:-1024 4096 16383}"  # tokens to hold, each prompt extending the last
 
 rss_mib() { awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 

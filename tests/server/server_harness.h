@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cctype>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -125,6 +126,17 @@ inline HttpResult Curl(const std::string& method, const std::string& url, const 
   r.body = ReadAll(out);
   r.headers = ReadAll(head);
   return r;
+}
+
+// One sample of a Prometheus text exposition, e.g. Metric(body, "lazyslot:kv_committed_bytes").
+inline double Metric(const std::string& body, const std::string& name) {
+  std::istringstream in(body);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(name + " ", 0) == 0) return std::strtod(line.c_str() + name.size() + 1, nullptr);
+  }
+  ADD_FAILURE() << "metric " << name << " missing";
+  return -1;
 }
 
 // The `data:` payloads of an SSE body, in order ("[DONE]" included as is).

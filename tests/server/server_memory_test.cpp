@@ -15,17 +15,6 @@ namespace {
 
 constexpr char kTinyLlama[] = "models/TinyLLama-v0-Q4_0.gguf";
 
-// One sample of a Prometheus text exposition, e.g. Metric(body, "lazyslot:kv_committed_bytes").
-double Metric(const std::string& body, const std::string& name) {
-  std::istringstream in(body);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(name + " ", 0) == 0) return std::strtod(line.c_str() + name.size() + 1, nullptr);
-  }
-  ADD_FAILURE() << "metric " << name << " missing";
-  return -1;
-}
-
 // Distinct prompts of roughly equal length (no shared prefix, so no slot reuses another's KV).
 std::string Prompt(int i, int sentences) {
   static const char* kNames[] = {"Lily", "Tom", "Sue", "Ben", "Max", "Ann", "Tim", "Zoe", "Sam", "Mia"};

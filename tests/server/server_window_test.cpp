@@ -16,16 +16,6 @@ namespace {
 constexpr char kGemmaQ8[] = "models/gemma3-tiny-q8_0.gguf";
 constexpr char kGemmaF32[] = "models/gemma3-tiny-f32.gguf";
 
-double Metric(const std::string& body, const std::string& name) {
-  std::istringstream in(body);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(name + " ", 0) == 0) return std::strtod(line.c_str() + name.size() + 1, nullptr);
-  }
-  ADD_FAILURE() << "metric " << name << " missing";
-  return -1;
-}
-
 json Complete(ServerProcess& srv, const json& prompt, int n, bool cache_prompt = true) {
   HttpResult r = srv.Post("/completion", {{"prompt", prompt},
                                           {"n_predict", n},
