@@ -113,13 +113,17 @@ class Bench {
   // attention reads every held row whatever it holds), and deep contexts are ready in seconds.
   Status Fill(int depth, bool synthetic, Progress& progress) {
     LS_RETURN_IF_ERROR(kv_.Trim(0, 0).status());
-    if (synthetic) return SyntheticFill(depth);
-    for (int done = 0; done < depth;) {
-      const int n = std::min(512, depth - done);
-      progress.Show("filling context: " + std::to_string(done) + "/" + std::to_string(depth));
-      LS_RETURN_IF_ERROR(Decode(done, n));
-      done += n;
+    if (synthetic) {
+      LS_RETURN_IF_ERROR(SyntheticFill(depth));
+    } else {
+      for (int done = 0; done < depth;) {
+        const int n = std::min(512, depth - done);
+        progress.Show("filling context: " + std::to_string(done) + "/" + std::to_string(depth));
+        LS_RETURN_IF_ERROR(Decode(done, n));
+        done += n;
+      }
     }
+    Snapshot(depth);
     return Status::Ok();
   }
 
@@ -147,7 +151,7 @@ class Bench {
 
   // Prompt processing: one batch of n tokens after `depth` held ones. Returns tokens/s.
   Result<double> Prompt(int depth, int n) {
-    LS_RETURN_IF_ERROR(kv_.Trim(0, depth).status());
+    LS_RETURN_IF_ERROR(Rewind(depth));
     const double t0 = Now();
     LS_RETURN_IF_ERROR(Decode(depth, n));
     return n / (Now() - t0);
@@ -155,13 +159,44 @@ class Bench {
 
   // Generation: n single-token steps after `depth` held ones, logits each step. Returns tokens/s.
   Result<double> Generate(int depth, int n) {
-    LS_RETURN_IF_ERROR(kv_.Trim(0, depth).status());
+    LS_RETURN_IF_ERROR(Rewind(depth));
     const double t0 = Now();
     for (int i = 0; i < n; ++i) LS_RETURN_IF_ERROR(Decode(depth + i, 1));
     return n / (Now() - t0);
   }
 
  private:
+  // A test's tokens slide a sliding-window layer's window past what the next test at the same depth needs
+  // (KvCache::ReusableCells), so with such layers the held rows are copied once after the fill and written
+  // back before each test, untimed, as a slot file is restored.
+  void Snapshot(int depth) {
+    saved_.clear();
+    if (kv_.window() == 0) return;
+    saved_floor_ = kv_.local_floor(0);
+    for (int il = 0; il < kv_.config().n_layer; ++il) {
+      const int32_t first = kv_.is_local(il) ? saved_floor_ : 0;
+      const uint8_t* k = kv_.KRow(il, 0, first);
+      const uint8_t* v = kv_.VRow(il, 0, first);
+      saved_.insert(saved_.end(), k, k + (depth - first) * kv_.k_row_bytes());
+      saved_.insert(saved_.end(), v, v + (depth - first) * kv_.v_row_bytes());
+    }
+  }
+
+  Status Rewind(int depth) {
+    LS_RETURN_IF_ERROR(kv_.Trim(0, depth).status());
+    if (kv_.n_cells(0) == depth) return Status::Ok();
+    const uint8_t* src = saved_.data();
+    for (int il = 0; il < kv_.config().n_layer; ++il) {
+      const int32_t first = kv_.is_local(il) ? saved_floor_ : 0;
+      const size_t k_bytes = (depth - first) * kv_.k_row_bytes(), v_bytes = (depth - first) * kv_.v_row_bytes();
+      std::memcpy(kv_.KRow(il, 0, first), src, k_bytes);
+      std::memcpy(kv_.VRow(il, 0, first), src + k_bytes, v_bytes);
+      src += k_bytes + v_bytes;
+    }
+    kv_.SetRestored(0, depth, saved_floor_);
+    return Status::Ok();
+  }
+
   // Random tokens at positions pos..pos+n-1, logits for the last one only (as llama-bench's batches).
   Status Decode(int pos, int n) {
     batch_.Clear();
@@ -176,6 +211,8 @@ class Bench {
   std::mt19937 rng_;
   Batch batch_;
   ForwardOutput out_;
+  std::vector<uint8_t> saved_;  // Snapshot: each layer's held K then V rows
+  int32_t saved_floor_ = 0;
 };
 
 Status RunBench(const BenchOptions& o) {

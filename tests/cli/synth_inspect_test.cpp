@@ -160,6 +160,27 @@ TEST_F(SynthInspect, EveryArchAndTypeHasTheRightKeysAndTensors) {
   }
 }
 
+// gemma3: the sandwich norms and q/k norms per layer, the window key, and a file that loads and runs:
+// `bench` at a depth past the window, whose tests slide it (each test starts from the held context again).
+TEST_F(SynthInspect, Gemma3HasItsNormsAndWindowAndBenchesAtDepth) {
+  const std::string out = Path("gemma3.gguf");
+  RunResult r = Run("synth --arch gemma3 --type q8_0 --n-layer 6 --n-vocab 300 --sliding-window 32 -o " + out);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto f = Open(out);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(*f->GetU32("gemma3.attention.sliding_window"), 32u);
+  EXPECT_EQ(f->Find("gemma3.attention.sliding_window_pattern"), nullptr) << "llama.cpp's default period 6";
+  for (const char* name : {"blk.5.attn_q_norm.weight", "blk.5.attn_k_norm.weight", "blk.5.post_attention_norm.weight",
+                           "blk.5.post_ffw_norm.weight"}) {
+    EXPECT_NE(f->FindTensor(name), nullptr) << name;
+  }
+  r = Run("bench -m " + out + " -p 16 -n 4 -d 100 -r 2 --no-bandwidth");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("pp16 @ d100"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tg4 @ d100"), std::string::npos) << r.out;
+  EXPECT_NE(Run("synth --arch gemma3 --sliding-window 99999 -o " + Path("bad.gguf")).rc, 0);
+}
+
 TEST_F(SynthInspect, WeightsHaveSaneMagnitudes) {
   const std::string out = Path("f32.gguf");
   ASSERT_EQ(Run("synth --arch qwen3 --type f32 --n-layer 1 --n-vocab 300 -o " + out).rc, 0);
