@@ -208,7 +208,13 @@ void Forward::Attend(int il, const Batch& b, float scale, int32_t window) {
          n_tiles * hp.n_head_kv / (2 * heads) >= kMinAttnTasksPerThread * pool_.n_threads()) {
     heads *= 2;
   }
-  const int64_t n_runs = hp.n_head_kv / heads;
+  // Fewer (tile, kv head) pairs than threads (one token of a model with one or two kv heads, as Gemma 3):
+  // a kv head's query heads split into parts, each a task that reads the head's rows itself, so every thread
+  // attends (each query head's result is the same whichever part computes it).
+  int parts = 1;
+  while (group % (2 * parts) == 0 && n_tiles * hp.n_head_kv * parts < pool_.n_threads()) parts *= 2;
+  const int part_q = group / parts;
+  const int64_t n_runs = hp.n_head_kv / heads * parts;
   const int64_t n_tasks = n_tiles * n_runs;
   // Tasks are taken from a shared counter run of heads by run, and within a run last tiles (the longest)
   // first, so causal prompts balance and the tiles of a batch read the run's K/V rows while they are still
@@ -218,7 +224,8 @@ void Forward::Attend(int il, const Batch& b, float scale, int32_t window) {
   auto attend = [&](int ith, int) {
     AttentionScratch& scratch = attn_scratch_[ith];
     for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < n_tasks;) {
-      const int g = static_cast<int>(t / n_tiles) * heads;
+      const int run = static_cast<int>(t / n_tiles);
+      const int g = run / parts * heads, part = run % parts;
       const int64_t tile = n_tiles - 1 - t % n_tiles;
       const int64_t i0 = tiles_[tile], i1 = tile + 1 < n_tiles ? tiles_[tile + 1] : n;
       KvRows rows;
@@ -228,12 +235,12 @@ void Forward::Attend(int il, const Batch& b, float scale, int32_t window) {
       rows.v = kv_.VRow(il, b.slot[i0], 0);
       rows.k_row_bytes = kv_.k_row_bytes();
       rows.v_row_bytes = kv_.v_row_bytes();
-      const int64_t off = i0 * n_q + static_cast<int64_t>(g) * group * hd;
+      const int64_t off = i0 * n_q + (static_cast<int64_t>(g) * group + part * part_q) * hd;
       AttendBatch a;
       a.q = q_.data() + off;
       a.q_tok_stride = a.out_tok_stride = n_q;
       a.q_stride = a.out_stride = hd;
-      a.n_q = group;
+      a.n_q = part_q;
       a.n_kv_heads = heads;
       a.n_tok = static_cast<int>(i1 - i0);
       a.n_kv = kv_end_.data() + i0;
