@@ -58,5 +58,6 @@ run_one() {
 printf 'server\tpoint\ttokens_held\trss_mib\tkv_mib\n'
 run_one lazyslot "$LAZYSLOT" serve -m "$MODEL" -t "$THREADS" --port "$PORT" "${FLAGS[@]}"
 if [[ -n "${LLAMA_SERVER:-}" ]]; then
-  run_one llama-server "$LLAMA_SERVER" -m "$MODEL" -t "$THREADS" --port "$PORT" -fa on "${FLAGS[@]}"
+  # -lv 4: its log names the KV buffers (llama_kv_cache: size = ...), allocated whole at start.
+  run_one llama-server "$LLAMA_SERVER" -m "$MODEL" -t "$THREADS" --port "$PORT" -fa on -lv 4 "${FLAGS[@]}"
 fi
