@@ -107,6 +107,20 @@ TEST(ServerWindow, ReuseFollowsTheWindow) {
   EXPECT_EQ(r["tokens"], Complete(*fresh, shortp, 8, false)["tokens"]);
 }
 
+// n choices of one prompt share its computation where the window allows (KvCache::CopyCells) and compute
+// their own where it moved on; either way, with greedy sampling, every choice is the single answer.
+TEST(ServerWindow, ChoicesOfOnePromptAllGiveTheGreedyAnswer) {
+  REQUIRE_SHARED_FILE(kGemmaQ8);
+  START_SERVER(srv, {"-m", SharedPath(kGemmaQ8), "-np", "3", "-c", "3072"});
+  const std::vector<int> prompt = Tokens(300, 5);
+  const json one = Complete(*srv, prompt, 12, false);
+  HttpResult r = srv->Post("/v1/completions", {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}, {"n", 3}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json choices = r.Json()["choices"];
+  ASSERT_EQ(choices.size(), 3u);
+  for (const json& c : choices) EXPECT_EQ(c["text"], one["content"]) << r.body;
+}
+
 // The Gemma chat template of ../shared/templates renders through the server and a chat completion runs on
 // the model; the template's own refusal of a system turn comes back as a 400 naming it.
 TEST(ServerWindow, GemmaChatTemplateRendersAndAnswers) {
