@@ -536,6 +536,9 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
   sub->add_flag("--kv-eager", o.engine.kv_eager, "Commit the whole KV cache at start (default: lazily)");
+  sub->add_flag("--swa-full", o.engine.swa_full,
+                "Sliding-window models: keep every cell of the local layers too, so a prompt can be reused "
+                "from any point (default: only the window, given back as it slides)");
   sub->add_option("--kv-budget", f->kv_budget,
                   "Most KV-cache memory committed over all slots, e.g. 512M or 2G (default 0: no cap)");
   sub->add_option("--max-body-size", f->max_body_size,

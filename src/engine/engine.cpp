@@ -88,7 +88,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
   kc.n_slot = n_slots;
   kc.n_ctx_slot = e->n_ctx_slot_;
   kc.n_embd_k = kc.n_embd_v = hp.n_embd_kv();
-  kc.layer_window = hp.layer_window;
+  // The cache keeps only the windows of local layers unless --swa-full asks for every cell (attention is
+  // windowed either way: Forward reads the model's windows).
+  if (!config.swa_full) kc.layer_window = hp.layer_window;
   kc.max_step = config.n_batch;
   if (encoder) {  // a placeholder the encoder never writes: one cell per slot, nothing committed
     kc.n_layer = 1;

@@ -50,6 +50,9 @@ struct EngineConfig {
   TensorType cache_type_k = TensorType::kF16;
   TensorType cache_type_v = TensorType::kF16;
   bool kv_eager = false;
+  // Sliding-window models: local layers keep every cell as global ones do (llama-server's --swa-full), so a
+  // prompt can be reused from any point, at the cost of their whole context's KV.
+  bool swa_full = false;
   bool flash_attn = true;  // online-softmax attention with an F16 accumulator, as llama-server's default
   // Memory policy (docs/memory.md). kv_budget: most committed KV bytes over all slots, 0 = no cap.
   uint64_t kv_budget = 0;

@@ -5,6 +5,7 @@
 // says so in timings.cache_n, and both give the text a fresh slot gives.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -105,6 +106,25 @@ TEST(ServerWindow, ReuseFollowsTheWindow) {
   r = Complete(*srv, shortp, 8);
   EXPECT_EQ(r["timings"]["cache_n"], 119) << r["timings"].dump();
   EXPECT_EQ(r["tokens"], Complete(*fresh, shortp, 8, false)["tokens"]);
+}
+
+// --swa-full: the local layers keep every cell, so an early branch reuses the prefix, and the slot commits
+// the whole context on every layer.
+TEST(ServerWindow, SwaFullReusesAnyPrefix) {
+  REQUIRE_SHARED_FILE(kGemmaQ8);
+  START_SERVER(srv, {"-m", SharedPath(kGemmaQ8), "-np", "1", "-c", "2048", "--swa-full"});
+  START_SERVER(fresh, {"-m", SharedPath(kGemmaQ8), "-np", "1", "-c", "2048"});
+  const std::vector<int> a = Tokens(300, 6);
+  ASSERT_EQ(Complete(*srv, a, 8)["tokens"].size(), 8u);
+  const json slot = srv->Get("/slots").Json()[0];
+  const double cells = slot["n_tokens"].get<double>();
+  EXPECT_EQ(slot["memory"]["kv_committed_bytes"].get<double>(), 6 * 2 * std::ceil(cells * 128 / 4096) * 4096)
+      << "every layer holds every cell: " << slot.dump();
+  std::vector<int> branch(a.begin(), a.begin() + 100);
+  for (int t : Tokens(50, 7)) branch.push_back(t);
+  const json r = Complete(*srv, branch, 8);
+  EXPECT_EQ(r["timings"]["cache_n"], 100) << r["timings"].dump();
+  EXPECT_EQ(r["tokens"], Complete(*fresh, branch, 8, false)["tokens"]);
 }
 
 // n choices of one prompt share its computation where the window allows (KvCache::CopyCells) and compute
