@@ -543,8 +543,10 @@ void FlashTokensF16(const AttendBatch& a, const KvRows& kv, int g, int hd, float
         vrows[jj] = vbase + static_cast<size_t>(j0 + jj) * kv.v_row_bytes;
       }
       if (convert) {  // the block's V slices once to f32 for all its tokens; the next block's rows asked for
+        // Rows before every token's window are never read: their pages may be given back, and a read would
+        // map them again (mincore would count them).
         float* vf = s.kv_f.data();
-        for (int jj = 0; jj < nb_max; ++jj) {
+        for (int jj = std::max<int32_t>(0, begin_min - j0); jj < nb_max; ++jj) {
           if (j0 + kKeyBlock + jj < n_kv_max) {
             Prefetch(krows[jj] + kKeyBlock * kv.k_row_bytes, hd * 2);
             Prefetch(vrows[jj] + kKeyBlock * kv.v_row_bytes, hd * 2);

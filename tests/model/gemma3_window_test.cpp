@@ -3,6 +3,7 @@
 // committed bytes equal the kernel's count, after every prompt batch and every generated token.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -10,6 +11,8 @@
 #include "kv/kv_cache.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "ops/attention.h"
+#include "quant/quant.h"
 #include "test_util.h"
 
 namespace lazyslot {
@@ -75,6 +78,61 @@ TEST(Gemma3Window, FourThousandTokensKeepOnlyTheWindowOnLocalLayers) {
   }
   EXPECT_EQ((*kv)->local_floor(0), 4096 - 64);
   EXPECT_LE((*kv)->peak_committed_bytes(), (*kv)->BytesForCells(4096)) << "the budget's bound holds";
+}
+
+// A prompt tile whose windows start in the second page of a key block (rows of 256 bytes: a block of 32
+// keys spans two pages) must not read the block's first page, which the window gave back: a read maps it
+// again, and mincore would count a page the cache says it does not hold.
+TEST(Gemma3Window, AttentionNeverReadsPagesBehindTheWindow) {
+  KvConfig kc;
+  kc.n_layer = 2;
+  kc.n_ctx_slot = 2048;
+  kc.n_embd_k = kc.n_embd_v = 128;  // two kv heads of 64, f16: 256-byte rows, 16 per page
+  kc.head_dim = 64;
+  kc.layer_window = {64, 0};
+  auto made = KvCache::Create(kc);
+  ASSERT_TRUE(made.ok());
+  KvCache& kv = **made;
+  std::vector<float> row(128);
+  auto write = [&](int32_t from, int32_t to) {
+    for (int32_t c = from; c < to; ++c) {
+      for (int64_t i = 0; i < 128; ++i) row[i] = std::sin(0.1f * static_cast<float>(c * 128 + i));
+      for (int il = 0; il < 2; ++il) {
+        quant::QuantizeRow(kc.type_k, row.data(), kv.KRow(il, 0, c), 128);
+        quant::QuantizeRow(kc.type_v, row.data(), kv.VRow(il, 0, c), 128);
+      }
+    }
+  };
+  write(0, 1014);
+  kv.SetCells(0, 1014);  // floor 950: the block of cells 928..959 keeps only its second page
+  ASSERT_EQ(kv.local_floor(0), 950);
+  write(1014, 1026);  // a tile of 12 prompt tokens, as the forward pass writes them before attending
+  std::vector<int32_t> end(12), begin(12);
+  for (int t = 0; t < 12; ++t) {
+    end[t] = 1014 + t + 1;
+    begin[t] = end[t] - 64;
+  }
+  std::vector<float> q(12 * 2 * 64, 0.5f), out(12 * 2 * 64);
+  KvRows rows;
+  rows.k = kv.KRow(0, 0, 0);
+  rows.v = kv.VRow(0, 0, 0);
+  rows.k_row_bytes = kv.k_row_bytes();
+  rows.v_row_bytes = kv.v_row_bytes();
+  AttendBatch a;
+  a.q = q.data();
+  a.q_tok_stride = a.out_tok_stride = 128;
+  a.q_stride = a.out_stride = 64;
+  a.n_kv_heads = 2;
+  a.n_tok = 12;
+  a.n_kv = end.data();
+  a.kv_begin = begin.data();
+  a.out = out.data();
+  AttentionScratch scratch;
+  AttendTokens(AttentionMode::kFlash, a, rows, 0, 64, 0.125f, scratch);
+  kv.SetCells(0, 1026);
+  auto resident = kv.ResidentBytes();
+  ASSERT_TRUE(resident.ok());
+  EXPECT_EQ(kv.committed_bytes(), *resident) << "a page behind the window was read again";
 }
 
 }  // namespace
