@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <thread>
 
 #include "server_harness.h"
 
@@ -60,12 +61,23 @@ TEST(ServerWindow, HeldTokensCommitOnlyTheWindowOnLocalLayers) {
   START_SERVER(srv, {"-m", SharedPath(kGemmaQ8), "-np", "1", "-c", "8192"});
   const json out = Complete(*srv, Tokens(4096, 1), 4);
   ASSERT_EQ(out["tokens"].size(), 4u) << out.dump();
-  const std::string body = srv->Get("/metrics").body;
-  const double committed = Metric(body, "lazyslot:kv_committed_bytes");
-  EXPECT_EQ(committed, Metric(body, "lazyslot:kv_resident_bytes")) << "tracking == mincore";
+  // The figures are published at the end of the scheduler's step: poll until they agree with mincore.
+  double committed = -1, resident = -2;
+  for (int i = 0; i < 200 && committed != resident; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const std::string body = srv->Get("/metrics").body;
+    committed = Metric(body, "lazyslot:kv_committed_bytes");
+    resident = Metric(body, "lazyslot:kv_resident_bytes");
+  }
+  EXPECT_EQ(committed, resident) << "tracking == mincore";
   // One KV head of 64 f16 values: 128-byte rows. The global layer holds every cell (K and V); each of the
   // five local layers its 64-cell window, at most four pages per run.
-  const json slot = srv->Get("/slots").Json()[0];
+  json slot;
+  for (int i = 0; i < 200; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    slot = srv->Get("/slots").Json()[0];
+    if (slot["memory"]["kv_committed_bytes"].get<double>() == committed) break;
+  }
   const double cells = slot["n_tokens"].get<double>();
   ASSERT_GE(cells, 4096);
   const double page = 4096, global = 2 * std::ceil(cells * 128 / page) * page;
@@ -116,10 +128,17 @@ TEST(ServerWindow, SwaFullReusesAnyPrefix) {
   START_SERVER(fresh, {"-m", SharedPath(kGemmaQ8), "-np", "1", "-c", "2048"});
   const std::vector<int> a = Tokens(300, 6);
   ASSERT_EQ(Complete(*srv, a, 8)["tokens"].size(), 8u);
-  const json slot = srv->Get("/slots").Json()[0];
-  const double cells = slot["n_tokens"].get<double>();
-  EXPECT_EQ(slot["memory"]["kv_committed_bytes"].get<double>(), 6 * 2 * std::ceil(cells * 128 / 4096) * 4096)
-      << "every layer holds every cell: " << slot.dump();
+  // Every layer holds every cell (the figures are published at the end of the scheduler's step: poll).
+  json slot;
+  double cells = 0, expect = 0;
+  for (int i = 0; i < 200; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    slot = srv->Get("/slots").Json()[0];
+    cells = slot["n_tokens"].get<double>();
+    expect = 6 * 2 * std::ceil(cells * 128 / 4096) * 4096;
+    if (cells > 0 && slot["memory"]["kv_committed_bytes"].get<double>() == expect) break;
+  }
+  EXPECT_EQ(slot["memory"]["kv_committed_bytes"].get<double>(), expect) << slot.dump();
   std::vector<int> branch(a.begin(), a.begin() + 100);
   for (int t : Tokens(50, 7)) branch.push_back(t);
   const json r = Complete(*srv, branch, 8);
