@@ -222,27 +222,21 @@ Result<uint64_t> KvCache::Trim(int slot, int32_t n_keep) {
   // A point the local layers can no longer continue from keeps nothing (never a window with holes).
   if (n_keep < s.n_cells && ReusableCells(slot, n_keep) != n_keep) n_keep = 0;
   s.n_cells = std::min(s.n_cells, n_keep);
-  if (config_.eager) {
-    if (n_keep == 0) s.floor = 0;
-    return uint64_t{0};
-  }
-  if (s.high_water <= n_keep) {
-    if (n_keep == 0) s.floor = 0;
-    return uint64_t{0};
-  }
   const uint64_t before = committed_bytes(slot);
+  const int32_t floor = s.floor;  // the local runs' pages before it are gone already
+  if (n_keep == 0) s.floor = 0;
+  if (config_.eager || s.high_water <= n_keep) return uint64_t{0};
   const size_t page = vm::PageSize();
   for (int il = 0; il < config_.n_layer; ++il) {
     for (int kv = 0; kv < 2; ++kv) {
       const size_t row = kv == 0 ? k_row_bytes_ : v_row_bytes_;
       size_t keep = vm::AlignUp(row * static_cast<size_t>(n_keep), page);
-      if (is_local(il)) keep = std::max(keep, row * static_cast<size_t>(s.floor) / page * page);  // gone already
+      if (is_local(il)) keep = std::max(keep, row * static_cast<size_t>(floor) / page * page);
       const size_t used = vm::AlignUp(row * static_cast<size_t>(s.high_water), page);
       if (used > keep) LS_RETURN_IF_ERROR(vm::Release(RunBase(il, kv, slot) + keep, used - keep));
     }
   }
   s.high_water = n_keep;
-  if (n_keep == 0) s.floor = 0;
   return before - committed_bytes(slot);
 }
 

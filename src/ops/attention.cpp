@@ -174,8 +174,9 @@ void FlashHeadScalar(const float* q, const KvRows& kv, int g, int head_dim, int3
   std::fill(acc, acc + hd, 0.0f);
   float m = -INFINITY, sum = 0.0f;
   // Blocks end on multiples of kKeyBlock: a window's first block is the partial one.
-  for (int32_t j0 = begin; j0 < n_kv; j0 = (j0 / kKeyBlock + 1) * kKeyBlock) {
-    const int nb = static_cast<int>(std::min<int32_t>((j0 / kKeyBlock + 1) * kKeyBlock, n_kv) - j0);
+  for (int32_t j0 = begin, j1; j0 < n_kv; j0 = j1) {
+    j1 = std::min<int32_t>((j0 / kKeyBlock + 1) * kKeyBlock, n_kv);
+    const int nb = static_cast<int>(j1 - j0);
     for (int jj = 0; jj < nb; ++jj) {
       quant::DequantizeRow(kv.type_k, kv.k + (j0 + jj) * kv.k_row_bytes + k_off, krow, head_dim);
       score[jj] = LaneDot(qr, krow, head_dim) * scale;
