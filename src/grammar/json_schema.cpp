@@ -222,7 +222,8 @@ class Converter {
     }
     LS_RETURN_IF_ERROR(CheckValues(s, ptr));
     auto only = [&](std::initializer_list<const char*> allowed, const char* what) -> Status {
-      for (const auto& [k, v] : s.items()) {
+      for (const auto& item : s.items()) {
+        const std::string& k = item.key();  // a structured binding: clang 14 (the fuzz build) cannot capture it
         if (IsAnnotation(k) || k == what || k == "uniqueItems") continue;
         if (std::find_if(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; }) !=
             allowed.end())
