@@ -541,9 +541,13 @@ File::~File() {
   if (owned_ != nullptr) ::operator delete(owned_, kBufferAlignment);
 }
 
-Status File::CopyToHugePages() const {
+Status File::CopyToHugePages(const std::vector<const TensorInfo*>& file_tensors) const {
   if (!mapping_) return Unimplemented("gguf: " + path_ + ": an in-memory file has no mapping to copy");
-  return mapping_->CopyToHugePages();
+  const uint64_t data_offset = static_cast<uint64_t>(data_ - mapping_->data());
+  Mapping::Ranges ranges;
+  for (const TensorInfo* t : file_tensors) ranges.push_back({data_offset + t->offset, t->nbytes});
+  std::sort(ranges.begin(), ranges.end());
+  return mapping_->CopyToHugePages(std::move(ranges));
 }
 
 Status File::ReleaseResidentPages() const { return mapping_ ? mapping_->Release() : Status::Ok(); }

@@ -100,8 +100,9 @@ class File {
   const uint8_t* data_begin() const { return data_; }
   uint64_t data_size() const { return data_size_; }
   // Copies the file onto transparent huge pages at the same addresses (Mapping::CopyToHugePages); an error
-  // leaves the file mapping, which serves the same bytes. Not for OpenBuffer files (Unimplemented).
-  Status CopyToHugePages() const;
+  // leaves the file mapping, which serves the same bytes. `file_tensors` stay on the file mapping (whole
+  // 4 KiB pages inside them). Not for OpenBuffer files (Unimplemented).
+  Status CopyToHugePages(const std::vector<const TensorInfo*>& file_tensors = {}) const;
   // True while the bytes lie on the huge-page copy.
   bool on_huge_pages() const { return mapping_ && mapping_->huge_pages(); }
   // Drops the resident pages (they page back from the page cache on next touch; a huge-page copy gives its

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -80,9 +81,20 @@ bool Mapping::huge_pages() const {
   return copied_;
 }
 
-Status Mapping::CopyToHugePages() {
+Status Mapping::CopyToHugePages(Ranges file_ranges) {
   std::lock_guard<std::mutex> lock(mu_);
   if (copied_) return Status::Ok();
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  file_pages_.clear();
+  for (const auto& [offset, size] : file_ranges) {
+    const uint64_t begin = AlignUp(offset, page), end = std::min(offset + size, size_) / page * page;
+    if (begin >= end) continue;
+    if (!file_pages_.empty() && begin <= file_pages_.back().second) {
+      file_pages_.back().second = std::max(file_pages_.back().second, end);
+    } else {
+      file_pages_.push_back({begin, end});
+    }
+  }
   LS_RETURN_IF_ERROR(CopyLocked());
   wanted_ = true;
   return Status::Ok();
@@ -99,12 +111,18 @@ Status Mapping::CopyLocked() {
     return IoError("gguf: " + path_ + ": " + Errno(what, err));
   };
   if (::madvise(*copy, region_, MADV_HUGEPAGE) != 0) return fail("madvise(MADV_HUGEPAGE)");
-  for (uint64_t done = 0; done < size_;) {
-    const ssize_t n = ::pread(fd_, *copy + done, size_ - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n == 0) errno = EIO;  // the file is shorter than when it was opened
-    if (n <= 0) return fail("read");
-    done += static_cast<uint64_t>(n);
+  // The file's bytes between the ranges left to the file mapping.
+  uint64_t from = 0;
+  for (size_t r = 0; r <= file_pages_.size(); ++r) {
+    const uint64_t to = r < file_pages_.size() ? file_pages_[r].first : size_;
+    for (uint64_t done = from; done < to;) {
+      const ssize_t n = ::pread(fd_, *copy + done, to - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0) errno = EIO;  // the file is shorter than when it was opened
+      if (n <= 0) return fail("read");
+      done += static_cast<uint64_t>(n);
+    }
+    if (r < file_pages_.size()) from = file_pages_[r].second;
   }
   if (transform_) transform_(*copy);
   // Read-only like the file mapping; then the copy takes the mapping's place, page tables and all.
@@ -113,6 +131,15 @@ Status Mapping::CopyLocked() {
     return fail("mremap");
   }
   copied_ = true;
+  // The ranges left to the file are mapped from it again over the copy's untouched pages.
+  for (const auto& [begin, end] : file_pages_) {
+    if (::mmap(base_ + begin, end - begin, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd_, static_cast<off_t>(begin)) ==
+        MAP_FAILED) {
+      const int err = errno;
+      (void)RemapFileLocked();  // all of it the file mapping again, which serves the same bytes
+      return IoError("gguf: " + path_ + ": " + Errno("mmap", err));
+    }
+  }
   return Status::Ok();
 }
 

@@ -11,6 +11,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 
@@ -31,7 +33,12 @@ class Mapping {
   // decode step streams every weight once: with 4 KiB pages each page is a TLB miss (a two-level page walk
   // under a hypervisor), which a huge page turns into one miss per 2 MiB. An error (huge pages off, no
   // memory) leaves the file mapping in place.
-  Status CopyToHugePages();
+  // `file_ranges` ([offset, offset + size) of the file, sorted, disjoint) stay the file mapping: the whole
+  // 4 KiB pages inside each are neither read nor copied, so they cost no anonymous memory and page in from
+  // the page cache when first read (a mixture-of-experts model's experts, docs/decisions/0018). Every later
+  // copy (RestoreCopy) keeps them too.
+  using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
+  Status CopyToHugePages(Ranges file_ranges = {});
   // Drops the resident pages: a file mapping's pages page back from the page cache on the next touch; a copy
   // is replaced by the file mapping again (its memory goes back to the kernel) until RestoreCopy.
   Status Release();
@@ -59,6 +66,7 @@ class Mapping {
   bool copied_ = false;      // the region holds the huge-page copy now
   bool wanted_ = false;      // CopyToHugePages succeeded once: RestoreCopy brings the copy back
   Transform transform_;      // applied to each copy (SetCopyTransform)
+  Ranges file_pages_;        // page-aligned [begin, end) of the file that every copy leaves to the file
 };
 
 }  // namespace lazyslot::gguf

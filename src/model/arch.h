@@ -1,7 +1,7 @@
 // What distinguishes the supported architectures, and the GGUF tensor/key names in one table.
-// Each architecture lives in its own file (arch_llama.cpp, arch_qwen2.cpp, arch_qwen3.cpp, arch_gemma3.cpp,
-// arch_bert.cpp) and fills an ArchSpec: its own hyper-parameter keys, how its layers' tensors bind, and for a
-// decoder its layer function, written top to bottom in the shared blocks of model/forward.h. The forward
+// Each architecture lives in its own file (arch_llama.cpp, arch_qwen2.cpp, arch_qwen3.cpp,
+// arch_qwen3moe.cpp, arch_gemma3.cpp, arch_bert.cpp) and fills an ArchSpec: its own hyper-parameter keys, how
+// its layers' tensors bind, and for a decoder its layer function, written top to bottom in the shared blocks of model/forward.h. The forward
 // pass (forward.cpp) only runs the embedding lookup, the spec's layer function for each layer and the output;
 // it never asks which architecture it runs. An encoder (bert) has its own pass (encoder.cpp).
 // How to add an architecture: docs/decisions/0016-a-layer-function-per-architecture.md.
@@ -41,6 +41,7 @@ struct ArchSpec {
 const ArchSpec& LlamaArch();
 const ArchSpec& Qwen2Arch();
 const ArchSpec& Qwen3Arch();
+const ArchSpec& Qwen3MoeArch();
 const ArchSpec& Gemma3Arch();
 const ArchSpec& BertArch();
 // nullptr for an architecture we do not implement.
@@ -52,6 +53,9 @@ std::string SupportedArchNames();
 void LlamaLayer(Forward& f, int il, const Batch& b);
 // llama's layer tensors: the attention projections, attn_norm, ffn_norm and a SwiGLU FFN.
 Status BindLlamaLayer(const gguf::File& f, const HParams& hp, int il, LayerWeights* l);
+// qwen3's attention sublayer, which qwen3moe shares: from x to x += attention, leaving h = the FFN's normed
+// input (ffn_norm).
+void Qwen3Attention(Forward& f, int il, const Batch& b);
 
 namespace tn {
 inline constexpr const char* kTokenEmbd = "token_embd.weight";
@@ -78,6 +82,11 @@ inline constexpr const char* kFfnDown = "ffn_down.weight";
 inline constexpr const char* kFfnGateBias = "ffn_gate.bias";
 inline constexpr const char* kFfnUpBias = "ffn_up.bias";
 inline constexpr const char* kFfnDownBias = "ffn_down.bias";
+// Mixture of experts: the router and the experts' 3-D tensors [n_in, n_out, n_expert].
+inline constexpr const char* kFfnGateInp = "ffn_gate_inp.weight";
+inline constexpr const char* kFfnGateExps = "ffn_gate_exps.weight";
+inline constexpr const char* kFfnUpExps = "ffn_up_exps.weight";
+inline constexpr const char* kFfnDownExps = "ffn_down_exps.weight";
 // gemma3: norms of a sublayer's output before the residual add ("sandwich" norms).
 inline constexpr const char* kAttnPostNorm = "post_attention_norm.weight";
 inline constexpr const char* kFfnPostNorm = "post_ffw_norm.weight";

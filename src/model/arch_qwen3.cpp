@@ -14,12 +14,20 @@ Status BindQwen3Layer(const gguf::File& f, const HParams& hp, int il, LayerWeigh
   return BindQkNorms(f, hp, il, l);
 }
 
-// llama's layer with q and k normed per head before RoPE:
+// llama's layer with q and k normed per head before RoPE (the attention in Qwen3Attention):
+//   x += attention(x);  h = RmsNorm(x) * ffn_norm;  x += W_down . (silu(W_gate . h) * (W_up . h))
+void Qwen3Layer(Forward& f, int il, const Batch& b) {
+  Qwen3Attention(f, il, b);
+  f.FfnSwiGlu(f.model().layer(il));
+  f.AddResidual();
+}
+
+}  // namespace
+
 //   h = RmsNorm(x) * attn_norm;  q, k, v = h . Wq, Wk, Wv          [n, n_q], [n, n_kv] x2
 //   q, k = RmsNorm per head * q_norm, k_norm;  RoPE;  k, v -> cells
-//   x += softmax(q.K^T / sqrt(hd)) . V . Wo
-//   h = RmsNorm(x) * ffn_norm;  x += W_down . (silu(W_gate . h) * (W_up . h))
-void Qwen3Layer(Forward& f, int il, const Batch& b) {
+//   x += softmax(q.K^T / sqrt(hd)) . V . Wo;  h = RmsNorm(x) * ffn_norm
+void Qwen3Attention(Forward& f, int il, const Batch& b) {
   const HParams& hp = f.model().hparams();
   const LayerWeights& L = f.model().layer(il);
   f.NormInput(L.attn_norm);
@@ -28,11 +36,7 @@ void Qwen3Layer(Forward& f, int il, const Batch& b) {
   f.Attend(il, b, 1.0f / std::sqrt(static_cast<float>(hp.head_dim)), 0);
   f.ProjectOut(L);
   f.AddResidualNormInput(L.ffn_norm);
-  f.FfnSwiGlu(L);
-  f.AddResidual();
 }
-
-}  // namespace
 
 const ArchSpec& Qwen3Arch() {
   static const ArchSpec spec{

@@ -14,6 +14,9 @@ namespace lazyslot {
 
 // A weight matrix [n_in -> n_out] (GGUF dims [n_in, n_out]) viewed in place.
 Result<WeightView> BindMatrix(const gguf::File& f, const std::string& name, int64_t n_in, int64_t n_out);
+// The n_expert matrices [n_in -> n_out] of a 3-D tensor (GGUF dims [n_in, n_out, n_expert]), viewed in place.
+Result<std::vector<WeightView>> BindExpertMatrices(const gguf::File& f, const std::string& name, int64_t n_in,
+                                                   int64_t n_out, int64_t n_expert);
 // Decodes a small vector tensor [n] to f32; empty when optional and absent.
 Result<std::vector<float>> BindVector(const gguf::File& f, const std::string& name, int64_t n, bool optional);
 // The attention projections of layer il, every architecture alike: q/k/v/output with optional biases.
@@ -22,5 +25,8 @@ Status BindAttention(const gguf::File& f, const HParams& hp, int il, LayerWeight
 Status BindQkNorms(const gguf::File& f, const HParams& hp, int il, LayerWeights* l);
 // A gated FFN: gate and up [n_embd -> n_ff], down [n_ff -> n_embd], optional biases.
 Status BindGatedFfn(const gguf::File& f, const HParams& hp, int il, LayerWeights* l);
+// A mixture-of-experts FFN: the router ffn_gate_inp [n_embd -> n_expert] and the experts' gate and up
+// [n_embd -> n_ff_exp] and down [n_ff_exp -> n_embd] (3-D tensors, one slice per expert).
+Status BindMoeFfn(const gguf::File& f, const HParams& hp, int il, LayerWeights* l);
 
 }  // namespace lazyslot

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <string>
 
+#include "ops/moe_route.h"
 #include "quant/quant.h"
 
 namespace lazyslot {
@@ -72,8 +74,6 @@ Status Forward::Run(const Batch& b, ForwardOutput* out) {
   Grow(v_, n * hp.n_embd_kv());
   Grow(attn_, n * hp.n_embd_q());
   Grow(o_, n * n_embd);
-  Grow(gate_, n * hp.n_ff);
-  Grow(up_, n * hp.n_ff);
 
   // Embedding lookup (exact dequantization of the token's row), scaled where the architecture asks.
   for (int64_t i = 0; i < n; ++i) GetRow(model_.token_embd(), b.tokens[i], x_.data() + i * n_embd);
@@ -302,6 +302,8 @@ template <typename Act>
 void Forward::GatedFfn(const LayerWeights& L, Act act) {
   const HParams& hp = model_.hparams();
   const int64_t n = n_rows_;
+  Grow(gate_, n * hp.n_ff);
+  Grow(up_, n * hp.n_ff);
   const MatMulTarget gate_up[2] = {{&L.w_gate, gate_.data(), hp.n_ff}, {&L.w_up, up_.data(), hp.n_ff}};
   MatMulMulti(pool_, gate_up, 2, h_.data(), n, mm_);
   AddBiasRows(gate_.data(), L.b_gate, n);
@@ -324,16 +326,112 @@ void Forward::FfnGeGlu(const LayerWeights& L) {
   });
 }
 
+void Forward::FfnMoe(int il) {
+  const HParams& hp = model_.hparams();
+  const LayerWeights& L = model_.layer(il);
+  const int64_t n = n_rows_, n_embd = hp.n_embd, n_ff = hp.n_ff_exp;
+  const int n_expert = hp.n_expert, k = hp.n_expert_used;
+  const int64_t n_pairs = n * k;
+  // Routing: logits [n, n_expert] = h . W_router, then per token its k experts and their weights.
+  Grow(moe_logits_, n * n_expert);
+  moe_ids_.resize(n_pairs);
+  Grow(moe_weights_, n_pairs);
+  MatMul(pool_, L.router, h_.data(), n, moe_logits_.data(), n_expert, mm_);
+  pool_.ParallelFor(n, kRowGrain, [&](int64_t begin, int64_t end) {
+    std::vector<float> probs(n_expert);
+    for (int64_t i = begin; i < end; ++i) {
+      RouteTopK(moe_logits_.data() + i * n_expert, n_expert, k, /*normalize=*/true, moe_ids_.data() + i * k,
+                moe_weights_.data() + i * k, probs.data());
+    }
+  });
+  if (route_hook_) {
+    for (int64_t i = 0; i < n; ++i) {
+      route_hook_(il, i, moe_logits_.data() + i * n_expert, moe_ids_.data() + i * k, moe_weights_.data() + i * k);
+    }
+  }
+  // Grouping: expert e's pairs take rows [expert_begin_[e], expert_begin_[e + 1]) in token order, and each
+  // pair's input is its token's h.
+  expert_begin_.assign(n_expert + 1, 0);
+  for (int64_t p = 0; p < n_pairs; ++p) ++expert_begin_[moe_ids_[p] + 1];
+  for (int e = 0; e < n_expert; ++e) expert_begin_[e + 1] += expert_begin_[e];
+  moe_row_.resize(n_pairs);
+  std::vector<int64_t> fill(expert_begin_.begin(), expert_begin_.end() - 1);
+  for (int64_t p = 0; p < n_pairs; ++p) moe_row_[p] = fill[moe_ids_[p]]++;
+  Grow(moe_x_, n_pairs * n_embd);
+  Grow(moe_gate_, n_pairs * n_ff);
+  Grow(moe_up_, n_pairs * n_ff);
+  Grow(moe_y_, n_pairs * n_embd);
+  pool_.ParallelFor(n_pairs, kRowGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      std::copy_n(h_.data() + p / k * n_embd, n_embd, moe_x_.data() + moe_row_[p] * n_embd);
+    }
+  });
+  // The experts with tokens, by token count: experts of equal count share one pass over the pool (a decode
+  // step's k experts of one row each take one pass for gate and up and one for down).
+  std::vector<int32_t> active;
+  for (int e = 0; e < n_expert; ++e) {
+    if (expert_begin_[e + 1] > expert_begin_[e]) active.push_back(e);
+  }
+  auto count = [&](int32_t e) { return expert_begin_[e + 1] - expert_begin_[e]; };
+  std::stable_sort(active.begin(), active.end(), [&](int32_t a, int32_t b) { return count(a) < count(b); });
+  std::vector<MatMulTarget> targets;
+  // Runs `add`'s targets for each group of experts of one count, per_pass experts at a time.
+  auto for_groups = [&](int per_pass, const std::function<void(int32_t e)>& add) {
+    for (size_t g0 = 0; g0 < active.size();) {
+      size_t g1 = g0;
+      targets.clear();
+      while (g1 < active.size() && g1 - g0 < static_cast<size_t>(per_pass) && count(active[g1]) == count(active[g0])) {
+        add(active[g1++]);
+      }
+      MatMulMulti(pool_, targets.data(), static_cast<int>(targets.size()), nullptr, count(active[g0]), mm_);
+      g0 = g1;
+    }
+  };
+  // gate, up = x . W_gate[e], W_up[e] for each expert's rows;  gate = silu(gate) * up
+  for_groups(kMatMulMaxTargets / 2, [&](int32_t e) {
+    const float* x = moe_x_.data() + expert_begin_[e] * n_embd;
+    targets.push_back({&L.gate_exps[e], moe_gate_.data() + expert_begin_[e] * n_ff, n_ff, x});
+    targets.push_back({&L.up_exps[e], moe_up_.data() + expert_begin_[e] * n_ff, n_ff, x});
+  });
+  pool_.ParallelFor(n_pairs, kRowGrain, [&](int64_t begin, int64_t end) {
+    SwiGlu(moe_gate_.data() + begin * n_ff, moe_up_.data() + begin * n_ff, (end - begin) * n_ff);
+  });
+  // y = gate . W_down[e]                                                           [pairs, n_embd]
+  for_groups(kMatMulMaxTargets, [&](int32_t e) {
+    targets.push_back({&L.down_exps[e], moe_y_.data() + expert_begin_[e] * n_embd, n_embd,
+                       moe_gate_.data() + expert_begin_[e] * n_ff});
+  });
+  // o = w_0 y_0 + w_1 y_1 + ... in rank order (as llama.cpp adds its weighted experts' views).
+  pool_.ParallelFor(n, kRowGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float* o = o_.data() + i * n_embd;
+      for (int r = 0; r < k; ++r) {
+        const float w = moe_weights_[i * k + r];
+        const float* y = moe_y_.data() + moe_row_[i * k + r] * n_embd;
+        for (int64_t c = 0; c < n_embd; ++c) o[c] = r == 0 ? w * y[c] : o[c] + w * y[c];
+      }
+    }
+  });
+}
+
 void Forward::ReleaseScratch() {
-  for (auto* v : {&x_, &h_, &q_, &k_, &v_, &attn_, &o_, &gate_, &up_}) std::vector<float>().swap(*v);
+  for (auto* v : {&x_, &h_, &q_, &k_, &v_, &attn_, &o_, &gate_, &up_, &moe_logits_, &moe_weights_, &moe_x_,
+                  &moe_gate_, &moe_up_, &moe_y_}) {
+    std::vector<float>().swap(*v);
+  }
+  std::vector<int32_t>().swap(moe_ids_);
+  std::vector<int64_t>().swap(moe_row_);
   for (auto& s : attn_scratch_) s = AttentionScratch{};
   mm_.Release();
 }
 
 size_t Forward::scratch_bytes() const {
   size_t total = mm_.encoded.capacity();
-  for (const auto* v : {&x_, &h_, &q_, &k_, &v_, &attn_, &o_, &gate_, &up_})
+  for (const auto* v : {&x_, &h_, &q_, &k_, &v_, &attn_, &o_, &gate_, &up_, &moe_logits_, &moe_weights_,
+                        &moe_x_, &moe_gate_, &moe_up_, &moe_y_}) {
     total += v->capacity() * sizeof(float);
+  }
+  total += moe_ids_.capacity() * sizeof(int32_t) + moe_row_.capacity() * sizeof(int64_t);
   return total;
 }
 

@@ -4,6 +4,7 @@
 // KV cells (on a sliding-window layer, only the cells of its window).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "core/status.h"
@@ -59,6 +60,17 @@ class Forward {
   void FfnSwiGlu(const LayerWeights& L);
   // o = W_down . (gelu(W_gate . h) * (W_up . h)), GELU in its tanh form
   void FfnGeGlu(const LayerWeights& L);
+  // A mixture-of-experts FFN (forward_moe.cpp): each token is routed to n_expert_used experts (softmax over
+  // h . W_router, the largest, renormalised: ops/moe_route.h), and
+  // o = sum over its experts e of w_e * W_down[e] . (silu(W_gate[e] . h) * (W_up[e] . h)). The batch's tokens
+  // are grouped by expert, so each chosen expert's rows stream once for all the tokens that chose it. il: the
+  // layer whose experts (LayerWeights::router, gate_exps, ...) serve.
+  void FfnMoe(int il);
+  // Called for each token FfnMoe routes, with its layer, its row in the batch and its router logits
+  // [n_expert], after its choice: it may change that choice (ids and weights [n_expert_used], best first).
+  // The reference tests replay a near tie of two experts the other way with it; nullptr: none.
+  using RouteHook = std::function<void(int il, int64_t row, const float* logits, int32_t* ids, float* weights)>;
+  void SetRouteHook(RouteHook hook) { route_hook_ = std::move(hook); }
   // The model's RoPE for a layer of the given base and scale.
   RopeParams Rope(float freq_base, float freq_scale) const;
 
@@ -79,6 +91,13 @@ class Forward {
   std::vector<int64_t> tiles_;                  // first token of each attention tile of the batch
   std::vector<int32_t> kv_end_, kv_begin_;      // per token: the cells it attends to
   MatMulScratch mm_;
+  // FfnMoe: router logits [n, n_expert]; per (token, rank) pair p = i * n_expert_used + r its expert and
+  // weight, and its row in the expert-grouped buffers, where expert e's rows are [expert_begin_[e],
+  // expert_begin_[e + 1]): inputs [pairs, n_embd], gate and up [pairs, n_ff_exp], outputs [pairs, n_embd].
+  std::vector<float> moe_logits_, moe_weights_, moe_x_, moe_gate_, moe_up_, moe_y_;
+  std::vector<int32_t> moe_ids_;
+  std::vector<int64_t> moe_row_, expert_begin_;
+  RouteHook route_hook_;
 };
 
 }  // namespace lazyslot

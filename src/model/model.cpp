@@ -22,17 +22,19 @@ std::string Shape(const gguf::TensorInfo& t) {
   return s + "]";
 }
 
-// Finds a tensor and checks its shape [ne0, ne1] (ne1 = 1 for vectors). Missing -> NotFound unless optional.
+// Finds a tensor and checks its shape [ne0, ne1, ne2] (ne1 = 1 for vectors, ne2 = 1 but for experts' 3-D
+// tensors). Missing -> NotFound unless optional.
 Result<const gguf::TensorInfo*> FindShaped(const gguf::File& f, const std::string& name, int64_t ne0,
-                                           int64_t ne1, bool optional) {
+                                           int64_t ne1, bool optional, int64_t ne2 = 1) {
   const gguf::TensorInfo* t = f.FindTensor(name);
   if (!t) {
     if (optional) return static_cast<const gguf::TensorInfo*>(nullptr);
     return NotFound("model: " + f.path() + ": missing tensor '" + name + "'");
   }
-  if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1) {
+  if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != ne2 || t->ne[3] != 1) {
     return Corrupt("model: " + f.path() + ": tensor '" + name + "' has shape " + Shape(*t) + ", expected [" +
-                   std::to_string(ne0) + (ne1 != 1 ? ", " + std::to_string(ne1) : "") + "]");
+                   std::to_string(ne0) + (ne1 != 1 || ne2 != 1 ? ", " + std::to_string(ne1) : "") +
+                   (ne2 != 1 ? ", " + std::to_string(ne2) : "") + "]");
   }
   if (!quant::IsSupported(t->type)) {
     return Unimplemented("model: " + f.path() + ": tensor '" + name + "' has type " + TypeName(t->type) +
@@ -52,6 +54,21 @@ Result<WeightView> BindMatrix(const gguf::File& f, const std::string& name, int6
   w.n_out = n_out;
   w.row_bytes = t->row_bytes();
   return w;
+}
+
+Result<std::vector<WeightView>> BindExpertMatrices(const gguf::File& f, const std::string& name, int64_t n_in,
+                                                   int64_t n_out, int64_t n_expert) {
+  LS_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, FindShaped(f, name, n_in, n_out, false, n_expert));
+  std::vector<WeightView> experts(n_expert);
+  for (int64_t e = 0; e < n_expert; ++e) {
+    WeightView& w = experts[e];
+    w.type = t->type;
+    w.row_bytes = t->row_bytes();
+    w.data = f.TensorData(*t) + static_cast<size_t>(e) * static_cast<size_t>(n_out) * w.row_bytes;
+    w.n_in = n_in;
+    w.n_out = n_out;
+  }
+  return experts;
 }
 
 Result<std::vector<float>> BindVector(const gguf::File& f, const std::string& name, int64_t n, bool optional) {
@@ -96,11 +113,21 @@ Status BindGatedFfn(const gguf::File& f, const HParams& hp, int il, LayerWeights
   return Status::Ok();
 }
 
+Status BindMoeFfn(const gguf::File& f, const HParams& hp, int il, LayerWeights* l) {
+  const int64_t n_embd = hp.n_embd, n_ff = hp.n_ff_exp, n_expert = hp.n_expert;
+  auto name = [il](const char* s) { return tn::Blk(il, s); };
+  LS_ASSIGN_OR_RETURN(l->router, BindMatrix(f, name(tn::kFfnGateInp), n_embd, n_expert));
+  LS_ASSIGN_OR_RETURN(l->gate_exps, BindExpertMatrices(f, name(tn::kFfnGateExps), n_embd, n_ff, n_expert));
+  LS_ASSIGN_OR_RETURN(l->up_exps, BindExpertMatrices(f, name(tn::kFfnUpExps), n_embd, n_ff, n_expert));
+  LS_ASSIGN_OR_RETURN(l->down_exps, BindExpertMatrices(f, name(tn::kFfnDownExps), n_ff, n_embd, n_expert));
+  return Status::Ok();
+}
+
 namespace {
 
 // Every architecture this engine implements (arch_*.cpp).
 std::vector<const ArchSpec*> AllArchs() {
-  return {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &Gemma3Arch(), &BertArch()};
+  return {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &Qwen3MoeArch(), &Gemma3Arch(), &BertArch()};
 }
 
 }  // namespace
@@ -157,7 +184,11 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOp
   add(m->classifier_.cls);
   add(m->classifier_.out);
   for (const LayerWeights& l : m->layers_) {
-    for (const WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*w);
+    for (const WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router}) add(*w);
+    // An expert's own shapes (every expert of a tensor has them).
+    for (const auto* experts : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
+      if (!experts->empty()) add(experts->front());
+    }
   }
   const std::string kernels =
       quant::SelectKernels(shapes, options.threads > 0 ? options.threads : ThreadPool::DefaultThreads());
@@ -222,17 +253,31 @@ Status Model::RestoreWeights() {
 }
 
 void Model::CopyWeightsToHugePages() {
+  // A mixture-of-experts model's experts (its 3-D tensors) stay on the file mapping: an expert no token has
+  // chosen costs no memory, and a chosen one pages in from the page cache (docs/decisions/0018).
+  std::vector<const gguf::TensorInfo*> experts;
+  uint64_t expert_bytes = 0;
+  for (const gguf::TensorInfo& t : file_->tensors()) {
+    if (t.ne[2] > 1) {
+      experts.push_back(&t);
+      expert_bytes += t.nbytes;
+    }
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  const Status st = file_->CopyToHugePages();
+  const Status st = file_->CopyToHugePages(experts);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  const double mib = static_cast<double>(file_->file_size()) / (1 << 20);
+  const double mib = static_cast<double>(file_->file_size() - expert_bytes) / (1 << 20);
   if (!st.ok()) {
     LS_LOG_WARN("weights: %.1f MiB stay a file mapping on 4 KiB pages (%s)", mib, st.message().c_str());
     return;
   }
   Result<uint64_t> huge = vm::MappingFieldBytes(file_->data_begin(), "AnonHugePages");
-  LS_LOG_INFO("weights: %.1f MiB copied onto transparent huge pages in %.0f ms (%.1f MiB on 2 MiB pages)", mib,
-              ms, huge.ok() ? static_cast<double>(*huge) / (1 << 20) : 0.0);
+  LS_LOG_INFO("weights: %.1f MiB copied onto transparent huge pages in %.0f ms (%.1f MiB on 2 MiB pages)%s", mib,
+              ms, huge.ok() ? static_cast<double>(*huge) / (1 << 20) : 0.0,
+              experts.empty() ? ""
+                              : (", " + std::to_string(experts.size()) + " expert tensors (" +
+                                 std::to_string(expert_bytes >> 20) + " MiB) stay on the file mapping")
+                                    .c_str());
 }
 
 Status Model::ReadHParams() {
@@ -407,7 +452,11 @@ uint64_t Model::weight_bytes_per_token() const {
   uint64_t total = bytes(output_);
   for (const LayerWeights& l : layers_) {
     total += bytes(l.wq) + bytes(l.wk) + bytes(l.wv) + bytes(l.wo) + bytes(l.w_gate) + bytes(l.w_up) +
-             bytes(l.w_down);
+             bytes(l.w_down) + bytes(l.router);
+    // The experts a token is routed to: n_expert_used of them (all experts of a tensor have one size).
+    for (const auto* experts : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
+      if (!experts->empty()) total += bytes(experts->front()) * static_cast<uint64_t>(hp_.n_expert_used);
+    }
   }
   return total;
 }

@@ -45,6 +45,10 @@ struct HParams {
   float embd_scale = 1.0f;           // input embeddings are multiplied by it (gemma: sqrt(n_embd))
   float attn_q_scale = 1.0f;         // gemma3: q *= it after RoPE, and attention scales by 1
   float final_logit_softcap = 0.0f;  // logits = c * tanh(logits / c) when > 0
+  // Mixture of experts (qwen3moe): experts per layer, those each token is routed to, one expert's FFN width.
+  int32_t n_expert = 0;
+  int32_t n_expert_used = 0;
+  int32_t n_ff_exp = 0;
   int32_t window(int il) const { return layer_window.empty() ? 0 : layer_window[il]; }
   int64_t n_embd_q() const { return int64_t{n_head} * head_dim; }
   int64_t n_embd_kv() const { return int64_t{n_head_kv} * head_dim; }
@@ -63,6 +67,11 @@ struct LayerWeights {
   WeightView w_gate, w_up;                     // [n_embd -> n_ff]
   WeightView w_down;                           // [n_ff -> n_embd]
   std::vector<float> b_gate, b_up, b_down;     // optional
+  // A mixture-of-experts FFN (qwen3moe) in place of gate/up/down: the router ffn_gate_inp [n_embd -> n_expert]
+  // and per expert e gate_exps[e], up_exps[e] [n_embd -> n_ff_exp] and down_exps[e] [n_ff_exp -> n_embd], the
+  // slices of the 3-D tensors ffn_{gate,up,down}_exps [n_in, n_out, n_expert] viewed in place.
+  WeightView router;
+  std::vector<WeightView> gate_exps, up_exps, down_exps;
   // bert post-norms, LayerNorm weight + bias [n_embd]: after the attention and after the FFN residual.
   std::vector<float> attn_out_norm, attn_out_norm_b, out_norm, out_norm_b;
 };
@@ -110,7 +119,8 @@ class Model {
   const ClassifierWeights& classifier() const { return classifier_; }
   const LayerWeights& layer(int il) const { return layers_[il]; }
   bool tied_output() const { return tied_; }
-  // Bytes of weights a token's forward pass reads (every layer matrix + one output matrix).
+  // Bytes of weights a token's forward pass reads (every layer matrix + one output matrix; of a
+  // mixture-of-experts FFN, the router and the n_expert_used experts a token is routed to).
   uint64_t weight_bytes_per_token() const;
   // After file().ReleaseResidentPages(): the weights' copy again (gguf::File::RestoreAfterRelease). When it
   // does not come back, the file's GGUF rows serve and matrices kept interleaved return to the plain kernels.

@@ -19,7 +19,7 @@ namespace lazyslot {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kMaxTargets = 4;
+constexpr int kMaxTargets = kMatMulMaxTargets;
 constexpr int64_t kTileRows =
     8;  // activation rows per kernel call (the K-quant tiles decode a block once for 8)
 constexpr int64_t kDecodeRows = 4;  // batches up to this size stream the weights like a single token
@@ -120,7 +120,9 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
                  MatMulScratch& scratch) {
   if (n_targets <= 0 || m <= 0) return;
   if (n_targets > kMaxTargets) {
-    for (int j = 0; j < n_targets; ++j) MatMulMulti(pool, targets + j, 1, x, m, scratch);
+    for (int j = 0; j < n_targets; j += kMaxTargets) {
+      MatMulMulti(pool, targets + j, std::min(kMaxTargets, n_targets - j), x, m, scratch);
+    }
     return;
   }
   const quant::KernelSet& ks = quant::ActiveKernels();
@@ -149,8 +151,10 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
     }
   }
 
-  // Distinct activation encodings (q, k and v usually share one), laid out one after the other.
+  // Distinct activation encodings, one per (activations, vec-dot type) (q, k and v usually share one), laid
+  // out one after the other.
   TensorType act_types[kMaxTargets];
+  const float* act_x[kMaxTargets];
   size_t act_offset[kMaxTargets];
   int act_of[kMaxTargets];
   int n_act = 0;
@@ -158,10 +162,12 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
   for (int j = 0; j < n_targets; ++j) {
     LS_CHECK(targets[j].w->n_in == n_in);
     const TensorType at = quant::VecDotType(targets[j].w->type);
+    const float* tx = targets[j].x ? targets[j].x : x;
     int k = 0;
-    while (k < n_act && act_types[k] != at) ++k;
+    while (k < n_act && (act_types[k] != at || act_x[k] != tx)) ++k;
     if (k == n_act) {
       act_types[k] = at;
+      act_x[k] = tx;
       act_offset[k] = total;
       total += RowBytes(at, n_in) * static_cast<size_t>(m);
       ++n_act;
@@ -175,7 +181,9 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
       const int f = quant::FormatIndex(act_types[k]);
       LS_CHECK(f >= 0 && ks.quantize[f] != nullptr);
       const size_t rb = RowBytes(act_types[k], n_in);
-      for (int64_t i = begin; i < end; ++i) ks.quantize[f](x + i * n_in, enc + act_offset[k] + i * rb, n_in);
+      for (int64_t i = begin; i < end; ++i) {
+        ks.quantize[f](act_x[k] + i * n_in, enc + act_offset[k] + i * rb, n_in);
+      }
     }
   };
   // ~32K values per thread before the pool is worth waking (a token's row is encoded inline).

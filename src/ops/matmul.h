@@ -46,11 +46,16 @@ struct MatMulTarget {
   const WeightView* w = nullptr;
   float* y = nullptr;
   int64_t ldy = 0;
+  const float* x = nullptr;  // its own activations [m, n_in]; nullptr: the call's x
 };
 
-// Several matrices applied to the same activations (q/k/v, gate/up) in one pass over the pool: x is encoded
-// once per distinct vec-dot type and every matrix's rows share one dynamic work queue, so the threads
-// synchronise once instead of once per matrix. All w must have the same n_in.
+// The most targets one MatMulMulti pass takes; more go in passes of this many.
+inline constexpr int kMatMulMaxTargets = 16;
+
+// Several matrices applied to activations in one pass over the pool (q/k/v or gate/up on the same x; the
+// experts a token is routed to, each on its own x): each distinct x is encoded once per vec-dot type and every
+// matrix's rows share one work queue, so the threads synchronise once instead of once per matrix. All w must
+// have the same n_in; every target's activations have m rows.
 void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, const float* x, int64_t m,
                  MatMulScratch& scratch);
 

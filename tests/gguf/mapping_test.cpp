@@ -148,6 +148,36 @@ TEST(GgufMapping, AReaderSeesTheSameBytesThroughReleaseAndRestore) {
   EXPECT_TRUE(f.on_huge_pages());
 }
 
+TEST(GgufMapping, TensorsLeftToTheFileStayOffTheCopyThroughReleaseAndRestore) {
+  REQUIRE_SHARED_FILE(kModel);
+  auto r = File::Open(testing::SharedPath(kModel));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const File& f = **r;
+  const TensorInfo* big = &f.tensors().front();
+  for (const TensorInfo& t : f.tensors()) {
+    if (t.nbytes > big->nbytes) big = &t;
+  }
+  ASSERT_GT(big->nbytes, uint64_t{1} << 20);
+  const std::string before = Bytes(f);
+  const uint8_t* mid = f.TensorData(*big) + big->nbytes / 2;
+  const uint8_t* header = f.data_begin() - 4096;  // the vocabulary's strings, ahead of the tensors
+  ASSERT_TRUE(f.CopyToHugePages({big}).ok());
+  for (int round = 0; round < 2; ++round) {
+    Result<uint64_t> anon = vm::MappingFieldBytes(mid, "Anonymous");
+    ASSERT_TRUE(anon.ok());
+    EXPECT_EQ(*anon, 0u) << "round " << round << ": the tensor is the file's pages";
+    Result<uint64_t> rss = vm::MappingRssBytes(mid);
+    ASSERT_TRUE(rss.ok());
+    EXPECT_EQ(*rss, 0u) << "round " << round << ": nothing of it was read into this mapping yet";
+    Result<uint64_t> copy = vm::MappingFieldBytes(header, "Anonymous");
+    ASSERT_TRUE(copy.ok());
+    EXPECT_GT(*copy, 0u) << "round " << round << ": the rest is the copy";
+    EXPECT_TRUE(Bytes(f) == before) << "round " << round;
+    ASSERT_TRUE(f.ReleaseResidentPages().ok());
+    ASSERT_TRUE(f.RestoreAfterRelease().ok());
+  }
+}
+
 TEST(GgufMapping, AnInMemoryFileHasNothingToCopy) {
   REQUIRE_SHARED_FILE("models/stories260K.gguf");
   std::ifstream in(testing::SharedPath("models/stories260K.gguf"), std::ios::binary);

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -11,6 +10,7 @@
 #include "gguf/gguf.h"
 #include "gguf/writer.h"
 #include "model/model.h"
+#include "model_variant.h"
 #include "test_util.h"
 
 namespace lazyslot {
@@ -18,31 +18,10 @@ namespace {
 
 constexpr char kGemma[] = "models/gemma3-tiny-f32.gguf";
 
-// gemma3-tiny-f32 with `edit` applied to its metadata, without tensor `drop` and key `drop_key`, written
-// under a temp dir.
+// gemma3-tiny-f32 with `edit` applied to its metadata, without tensor `drop` and key `drop_key`.
 std::string WriteVariant(const std::string& name, const std::function<void(gguf::Writer&)>& edit,
                          const std::string& drop = "", const std::string& drop_key = "") {
-  auto src = gguf::File::Open(testing::SharedPath(kGemma));
-  EXPECT_TRUE(src.ok()) << src.status().ToString();
-  if (!src.ok()) return "";
-  const gguf::File& f = **src;
-  gguf::Writer w;
-  for (const gguf::KeyValue& kv : f.metadata()) {
-    if (kv.key != drop_key) EXPECT_TRUE(w.CopyKv(kv.value, kv.key).ok());
-  }
-  edit(w);
-  for (const gguf::TensorInfo& t : f.tensors()) {
-    if (t.name == drop) continue;
-    std::vector<int64_t> ne(t.ne, t.ne + t.n_dims);
-    const uint8_t* data = f.TensorData(t);
-    EXPECT_TRUE(w.AddTensor(t.name, t.type, ne, std::vector<uint8_t>(data, data + t.nbytes)).ok());
-  }
-  const std::string dir = ::testing::TempDir() + "gemma3_load_test";
-  std::filesystem::create_directories(dir);
-  const std::string path = dir + "/" + name + ".gguf";
-  const Status st = w.Write(path);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  return path;
+  return testing::WriteModelVariant(kGemma, "gemma3_" + name, {.edit = edit, .drop_tensor = drop, .drop_key = drop_key});
 }
 
 gguf::Value BoolArray(const std::vector<bool>& v) {

@@ -1,11 +1,13 @@
 // Numerics against llama.cpp: every model in ../shared/models gives the reference logits (short, long,
 // long2k, long300, twoseq), greedy continuations and pooled embeddings of ../shared/reference/MODEL.json, within the
-// tolerances of ../shared/reference/README.md (chosen from the model's weight types, never per file).
+// tolerances of ../shared/reference/README.md (chosen from the model's weight types, never per file). A
+// mixture of experts' row may instead meet them with a near tie of its routing taken the other way (kNearTie).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -16,6 +18,7 @@
 #include "kv/kv_cache.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "ops/moe_route.h"
 #include "test_util.h"
 
 namespace lazyslot {
@@ -28,6 +31,7 @@ const char* kModels[] = {
     "qwen2-tiny-q4_k_m", "qwen3-tiny-f32",   "qwen3-tiny-f16",      "qwen3-tiny-bf16",   "qwen3-tiny-q8_0",
     "qwen3-tiny-q4_0",  "qwen3-tiny-q4_k_m", "qwen3-tiny-q5_k_m",   "qwen3-tiny-q6_k",   "qwen3-hd128-f32",
     "qwen3-hd128-q8_0", "qwen3-vocab-tiny-q8_0", "gemma3-tiny-f32",    "gemma3-tiny-q8_0",
+    "qwen3moe-tiny-f32", "qwen3moe-tiny-q8_0", "qwen3moe-tiny-q4_k_m",
 };
 
 enum class Precision { kF32, kHalf, kQuantized };
@@ -76,9 +80,10 @@ const Loaded& Load(const std::string& name) {
 }
 
 // Runs the sequences together in one batch (one slot each, from position 0); returns logits per sequence
-// for the positions >= logits_from.
+// for the positions >= logits_from. `route` watches (and may change) a mixture of experts' routing.
 std::vector<std::vector<float>> RunSequences(const Model& model, const std::vector<std::vector<int32_t>>& seqs,
-                                             int32_t logits_from, bool hidden, ForwardOutput* out_raw) {
+                                             int32_t logits_from, bool hidden, ForwardOutput* out_raw,
+                                             const Forward::RouteHook& route = nullptr) {
   const HParams& hp = model.hparams();
   KvConfig kc;
   kc.n_layer = hp.n_layer;
@@ -91,6 +96,7 @@ std::vector<std::vector<float>> RunSequences(const Model& model, const std::vect
   EXPECT_TRUE(kv.ok()) << kv.status().ToString();
   ThreadPool pool(2);
   Forward fwd(model, **kv, pool);
+  fwd.SetRouteHook(route);
   Batch b;
   // Interleave the sequences so each batch really mixes slots.
   size_t longest = 0;
@@ -116,30 +122,101 @@ std::vector<std::vector<float>> RunSequences(const Model& model, const std::vect
   return per_seq;
 }
 
-// Compares logits row by row; returns the worst normalised error.
+// max |ours - ref| / (max - min of ref) over one row of logits.
+double RowError(const float* ours, const std::vector<float>& ref) {
+  const auto [mn, mx] = std::minmax_element(ref.begin(), ref.end());
+  double err = 0;
+  for (size_t v = 0; v < ref.size(); ++v) err = std::max(err, std::abs(double(ours[v]) - ref[v]));
+  return err / (*mx - *mn);
+}
+
+// Whether row r's argmax may differ from the reference's: only where the reference's top-two margin is
+// within twice the tolerance.
+bool ArgmaxAgrees(const float* ours, const std::vector<float>& ref, double tol) {
+  std::vector<float> sorted = ref;
+  std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+  const auto [mn, mx] = std::minmax_element(ref.begin(), ref.end());
+  if ((sorted[0] - sorted[1]) / (*mx - *mn) <= 2 * tol) return true;
+  const int32_t n = static_cast<int32_t>(ref.size());
+  return Sampler::Argmax(ours, n) == Sampler::Argmax(ref.data(), n);
+}
+
+// Compares logits row by row; returns the worst normalised error. A row over the tolerance (or whose argmax
+// differs) passes only if `excuse(row)` shows that it is met another legitimate way (a mixture of experts'
+// near tie routed the other way).
 double CompareLogits(const std::vector<float>& ours, const json& ref_rows, int32_t n_vocab, double tol,
-                     const std::string& what) {
+                     const std::string& what, const std::function<bool(size_t row)>& excuse = nullptr) {
   double worst = 0;
   EXPECT_EQ(ours.size(), ref_rows.size() * n_vocab) << what;
   if (ours.size() != ref_rows.size() * n_vocab) return 1e9;
   for (size_t r = 0; r < ref_rows.size(); ++r) {
     const auto ref = ref_rows[r].get<std::vector<float>>();
     const float* o = ours.data() + r * n_vocab;
-    const auto [mn, mx] = std::minmax_element(ref.begin(), ref.end());
-    const double range = *mx - *mn;
-    double err = 0;
-    for (int32_t v = 0; v < n_vocab; ++v) err = std::max(err, std::abs(double(o[v]) - ref[v]));
-    const double rel = err / range;
-    worst = std::max(worst, rel);
-    EXPECT_LE(rel, tol) << what << " row " << r << ": max |ours - ref| = " << err << " over range " << range;
-    // Argmax must agree where the reference's top-two margin is clear.
-    std::vector<float> sorted = ref;
-    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
-    if ((sorted[0] - sorted[1]) / range > 2 * tol) {
-      EXPECT_EQ(Sampler::Argmax(o, n_vocab), Sampler::Argmax(ref.data(), n_vocab)) << what << " row " << r;
+    const double rel = RowError(o, ref);
+    if (rel <= tol && ArgmaxAgrees(o, ref, tol)) {
+      worst = std::max(worst, rel);
+      continue;
     }
+    if (excuse && excuse(r)) continue;
+    worst = std::max(worst, rel);
+    EXPECT_LE(rel, tol) << what << " row " << r << ": max |ours - ref| over the range";
+    EXPECT_TRUE(ArgmaxAgrees(o, ref, tol)) << what << " row " << r;
   }
   return worst;
+}
+
+// A mixture of experts routes a token whose k-th and (k+1)-th router logits lie within kNearTie either way
+// on the rounding of its inputs. The reference's attention rounds Q, K, V and the probabilities to F16, so a
+// value 1e-7 away from ours lands on the other side of an F16 step now and then, and a later layer's router
+// sees logits ~1e-2 away (the reference README's pitfall; docs/decisions/0018). A row over the tolerance is
+// checked again with one near tie at or before it routed the other way, at the same tolerance.
+constexpr float kNearTie = 0.05f;
+
+struct NearTie {
+  int il;
+  int64_t row;
+  float gap;
+};
+
+// The k+1 best experts of a token's router logits, best first (weights: their probabilities).
+void TopExperts(const float* logits, int n_expert, int k1, std::vector<int32_t>* ids, std::vector<float>* w) {
+  std::vector<float> probs(n_expert);
+  ids->resize(k1);
+  w->resize(k1);
+  RouteTopK(logits, n_expert, k1, /*normalize=*/false, ids->data(), w->data(), probs.data());
+}
+
+// Records every near tie of the routing.
+Forward::RouteHook RecordNearTies(const HParams& hp, std::vector<NearTie>* ties) {
+  return [=, &hp](int il, int64_t row, const float* logits, int32_t*, float*) {
+    const int k = hp.n_expert_used;
+    if (k >= hp.n_expert) return;
+    std::vector<int32_t> ids;
+    std::vector<float> w;
+    TopExperts(logits, hp.n_expert, k + 1, &ids, &w);
+    const float gap = logits[ids[k - 1]] - logits[ids[k]];
+    if (gap < kNearTie) ties->push_back({il, row, gap});
+  };
+}
+
+// Routes the tie's token to its (k+1)-th expert in place of its k-th, weights renormalised as the engine does.
+Forward::RouteHook FlipTie(const HParams& hp, NearTie tie) {
+  return [=, &hp](int il, int64_t row, const float* logits, int32_t* ids, float* weights) {
+    if (il != tie.il || row != tie.row) return;
+    const int k = hp.n_expert_used;
+    std::vector<int32_t> top;
+    std::vector<float> w;
+    TopExperts(logits, hp.n_expert, k + 1, &top, &w);
+    top[k - 1] = top[k];
+    w[k - 1] = w[k];
+    double sum = 0;
+    for (int j = 0; j < k; ++j) sum += w[j];
+    const float denom = std::max(static_cast<float>(sum), 6.103515625e-5f);
+    for (int j = 0; j < k; ++j) {
+      ids[j] = top[j];
+      weights[j] = w[j] / denom;
+    }
+  };
 }
 
 class ReferenceTest : public ::testing::TestWithParam<const char*> {
@@ -162,8 +239,30 @@ TEST_P(ReferenceTest, LogitsMatch) {
     ASSERT_EQ(r["n_vocab"].get<int32_t>(), n_vocab);
     const auto tokens = r["tokens"].get<std::vector<int32_t>>();
     const int32_t from = r.contains("logits_from") ? r["logits_from"].get<int32_t>() : 0;
-    auto ours = RunSequences(*l.model, {tokens}, from, false, nullptr);
-    const double worst = CompareLogits(ours[0], r["logits"], n_vocab, tol, std::string(GetParam()) + " " + key);
+    auto r_logits_row = [&r](size_t row) { return r["logits"][row].get<std::vector<float>>(); };
+    const HParams& hp = l.model->hparams();
+    std::vector<NearTie> ties;
+    auto ours = RunSequences(*l.model, {tokens}, from, false, nullptr,
+                             hp.n_expert > 0 ? RecordNearTies(hp, &ties) : nullptr);
+    // Row r (position from + r) over the tolerance: met with one near tie at or before it routed the other way.
+    auto excuse = [&](size_t r) {
+      const int64_t pos = from + static_cast<int64_t>(r);
+      for (const NearTie& tie : ties) {
+        if (tie.row > pos) continue;
+        auto flipped = RunSequences(*l.model, {tokens}, from, false, nullptr, FlipTie(hp, tie));
+        const auto ref = r_logits_row(r);
+        const double rel = RowError(flipped[0].data() + r * n_vocab, ref);
+        if (rel <= tol && ArgmaxAgrees(flipped[0].data() + r * n_vocab, ref, tol)) {
+          std::printf("[ reference ] %-22s %-7s row %zu: %.3g of range with layer %d token %lld's near tie "
+                      "(router logits %.3g apart) routed the other way\n",
+                      GetParam(), key, r, rel, tie.il, static_cast<long long>(tie.row), tie.gap);
+          return true;
+        }
+      }
+      return false;
+    };
+    const double worst =
+        CompareLogits(ours[0], r["logits"], n_vocab, tol, std::string(GetParam()) + " " + key, excuse);
     std::printf("[ reference ] %-22s %-7s worst error %.3g of range (tolerance %.0e)\n", GetParam(), key, worst, tol);
   }
 }
