@@ -68,8 +68,9 @@ struct TensorPlan {
   std::string name;
   int64_t ne0;
   int64_t ne1;  // 0 = one-dimensional
-  bool weight;  // a matrix stored as the chosen type (else an F32 norm or bias)
+  bool weight;  // a matrix stored as the chosen type (else F32: a norm, a bias, a router)
   Init init;
+  int64_t ne2 = 0;  // experts of a 3-D tensor; 0 = none
 };
 
 // bert (arch_bert.cpp): learned positions and token types (kept F32, as llama.cpp's quantizer keeps them),
@@ -122,12 +123,19 @@ std::vector<TensorPlan> PlanTensors(const SynthShape& s) {
       p.push_back({b + "attn_v.bias", kv_dim, 0, false, Init::kBias});
     }
     p.push_back({b + "attn_output.weight", q_dim, s.n_embd, true, Init::kMatrix});
-    if (s.arch == "qwen3" || s.arch == "gemma3") {
+    if (s.arch == "qwen3" || s.arch == "qwen3moe" || s.arch == "gemma3") {
       p.push_back({b + "attn_q_norm.weight", s.head_dim, 0, false, Init::kNorm});
       p.push_back({b + "attn_k_norm.weight", s.head_dim, 0, false, Init::kNorm});
     }
     if (s.arch == "gemma3") p.push_back({b + "post_attention_norm.weight", s.n_embd, 0, false, Init::kNorm});
     p.push_back({b + "ffn_norm.weight", s.n_embd, 0, false, Init::kNorm});
+    if (s.arch == "qwen3moe") {  // the router stays F32, as llama-quantize keeps it
+      p.push_back({b + "ffn_gate_inp.weight", s.n_embd, s.n_expert, false, Init::kMatrix});
+      p.push_back({b + "ffn_gate_exps.weight", s.n_embd, s.n_ff_exp, true, Init::kMatrix, s.n_expert});
+      p.push_back({b + "ffn_up_exps.weight", s.n_embd, s.n_ff_exp, true, Init::kMatrix, s.n_expert});
+      p.push_back({b + "ffn_down_exps.weight", s.n_ff_exp, s.n_embd, true, Init::kMatrix, s.n_expert});
+      continue;
+    }
     p.push_back({b + "ffn_gate.weight", s.n_embd, s.n_ff, true, Init::kMatrix});
     p.push_back({b + "ffn_up.weight", s.n_embd, s.n_ff, true, Init::kMatrix});
     p.push_back({b + "ffn_down.weight", s.n_ff, s.n_embd, true, Init::kMatrix});
@@ -186,6 +194,25 @@ bool ApplyPreset(const std::string& preset, SynthShape* s) {
     s->sliding_window = 512;
     return true;
   }
+  if (preset == "qwen3moe-a3b") {  // Qwen3-30B-A3B's per-layer shape, 12 of its 48 layers (~4 GiB at Q4_K)
+    s->arch = "qwen3moe";
+    s->name = "qwen3moe-a3b";
+    s->n_embd = 2048;
+    s->n_layer = 12;
+    s->n_head = 32;
+    s->n_head_kv = 4;
+    s->head_dim = 128;
+    s->n_ff = 6144;
+    s->n_vocab = 151936;
+    s->n_ctx = 40960;
+    s->rope_base = 1e6f;
+    s->eps = 1e-6f;
+    s->tied = false;
+    s->n_expert = 128;
+    s->n_expert_used = 8;
+    s->n_ff_exp = 768;
+    return true;
+  }
   if (preset == "qwen3-0.6b") {
     s->name = "qwen3-0.6b";
     s->n_embd = 1024;
@@ -205,8 +232,15 @@ bool ApplyPreset(const std::string& preset, SynthShape* s) {
 }
 
 Status ValidateSynth(const SynthShape& s, TensorType type) {
-  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "gemma3" && s.arch != "bert") {
-    return InvalidArgument("--arch must be llama, qwen2, qwen3, gemma3 or bert, got '" + s.arch + "'");
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3moe" && s.arch != "gemma3" &&
+      s.arch != "bert") {
+    return InvalidArgument("--arch must be llama, qwen2, qwen3, qwen3moe, gemma3 or bert, got '" + s.arch + "'");
+  }
+  if (s.arch == "qwen3moe" && (s.n_expert < 1 || s.n_expert > 4096 || s.n_expert_used < 1 ||
+                               s.n_expert_used > s.n_expert || s.n_ff_exp < 1 || s.n_ff_exp > (1 << 20))) {
+    return InvalidArgument("qwen3moe needs --n-expert in 1..4096, --n-expert-used in 1..n_expert and --n-ff-exp "
+                           "in 1..1048576 (got " + std::to_string(s.n_expert) + ", " +
+                           std::to_string(s.n_expert_used) + ", " + std::to_string(s.n_ff_exp) + ")");
   }
   if (s.arch == "gemma3" && (s.sliding_window <= 0 || s.sliding_window > s.n_ctx)) {
     return InvalidArgument("gemma3 needs --sliding-window in 1..n_ctx (" + std::to_string(s.n_ctx) + "), got " +
@@ -242,7 +276,8 @@ Status ValidateSynth(const SynthShape& s, TensorType type) {
   const std::pair<const char*, int64_t> rows[] = {
       {"n_embd (token_embd, attn_q/k/v, ffn_gate/up rows)", s.n_embd},
       {"n_head * head_dim (attn_output rows)", s.n_head * s.head_dim},
-      {"n_ff (ffn_down rows)", s.n_ff}};
+      {s.arch == "qwen3moe" ? "n_ff_exp (ffn_down_exps rows)" : "n_ff (ffn_down rows)",
+       s.arch == "qwen3moe" ? s.n_ff_exp : s.n_ff}};
   for (const auto& [what, n] : rows) {
     if (n % block != 0) {
       return InvalidArgument(std::string("--type ") + TypeName(type) +
@@ -306,13 +341,19 @@ Status AddSynthModel(const SynthShape& s, TensorType type, uint64_t seed, gguf::
     w->SetU32(a + ".attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
     w->SetF32(a + ".rope.freq_base_swa", 10000.0f);
   }
+  if (s.arch == "qwen3moe") {
+    w->SetU32(a + ".expert_count", static_cast<uint32_t>(s.n_expert));
+    w->SetU32(a + ".expert_used_count", static_cast<uint32_t>(s.n_expert_used));
+    w->SetU32(a + ".expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
+  }
   w->SetU64("lazyslot.synth.seed", seed);
 
   for (const TensorPlan& t : PlanTensors(s)) {
     const TensorType tt = t.weight ? type : TensorType::kF32;
     std::vector<int64_t> ne = {t.ne0};
     if (t.ne1 > 0) ne.push_back(t.ne1);
-    const int64_t n_rows = t.ne1 > 0 ? t.ne1 : 1;
+    if (t.ne2 > 0) ne.push_back(t.ne2);
+    const int64_t n_rows = (t.ne1 > 0 ? t.ne1 : 1) * (t.ne2 > 0 ? t.ne2 : 1);
     LS_RETURN_IF_ERROR(
         w->AddTensor(t.name, tt, std::move(ne), MakeFill(t.name, tt, t.ne0, n_rows, t.init, seed)));
   }

@@ -12,7 +12,7 @@
 namespace lazyslot::cli {
 
 struct SynthShape {
-  std::string arch = "qwen3";  // llama | qwen2 | qwen3 | gemma3 | bert
+  std::string arch = "qwen3";  // llama | qwen2 | qwen3 | qwen3moe | gemma3 | bert
   std::string name = "tiny";   // preset name, for general.name
   int64_t n_embd = 256;
   int64_t n_layer = 4;
@@ -26,10 +26,14 @@ struct SynthShape {
   float eps = 1e-6f;
   bool tied = true;
   int64_t sliding_window = 0;  // gemma3: the local layers' window (five local layers, then a global one)
+  // qwen3moe: experts per layer, those a token uses, and one expert's FFN width.
+  int64_t n_expert = 8;
+  int64_t n_expert_used = 2;
+  int64_t n_ff_exp = 256;
 };
 
-// Fills `shape` from a preset name ("tiny", "qwen3-0.6b", "gemma3-1b", "bge-small": a bert); false if
-// unknown.
+// Fills `shape` from a preset name ("tiny", "qwen3-0.6b", "gemma3-1b", "qwen3moe-a3b", "bge-small": a
+// bert); false if unknown.
 bool ApplyPreset(const std::string& preset, SynthShape* shape);
 
 // Checks the shape for `type` (positive sizes, GQA divisibility, row lengths multiple of the block size).

@@ -181,6 +181,34 @@ TEST_F(SynthInspect, Gemma3HasItsNormsAndWindowAndBenchesAtDepth) {
   EXPECT_NE(Run("synth --arch gemma3 --sliding-window 99999 -o " + Path("bad.gguf")).rc, 0);
 }
 
+// qwen3moe: the expert keys, an F32 router and 3-D expert tensors per layer, and a file that loads and
+// benches (bench counts the experts a token reads, not all of them).
+TEST_F(SynthInspect, Qwen3MoeHasItsExpertsAndBenches) {
+  const std::string out = Path("qwen3moe.gguf");
+  RunResult r = Run("synth --arch qwen3moe --type q4_k --n-layer 2 --n-vocab 300 --n-expert 16 --n-expert-used 4 "
+                    "--n-ff-exp 512 -o " + out);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto f = Open(out);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(*f->GetU32("qwen3moe.expert_count"), 16u);
+  EXPECT_EQ(*f->GetU32("qwen3moe.expert_used_count"), 4u);
+  EXPECT_EQ(*f->GetU32("qwen3moe.expert_feed_forward_length"), 512u);
+  const gguf::TensorInfo* router = f->FindTensor("blk.1.ffn_gate_inp.weight");
+  ASSERT_NE(router, nullptr);
+  EXPECT_EQ(router->type, TensorType::kF32);
+  const gguf::TensorInfo* down = f->FindTensor("blk.1.ffn_down_exps.weight");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->type, TensorType::kQ4_K);
+  EXPECT_EQ(down->n_dims, 3u);
+  EXPECT_EQ(down->ne[0], 512);
+  EXPECT_EQ(down->ne[2], 16);
+  EXPECT_EQ(f->FindTensor("blk.0.ffn_gate.weight"), nullptr);
+  r = Run("bench -m " + out + " -p 16 -n 4 -r 2 --no-bandwidth");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("tg4"), std::string::npos) << r.out;
+  EXPECT_NE(Run("synth --arch qwen3moe --n-expert 4 --n-expert-used 5 -o " + Path("bad.gguf")).rc, 0);
+}
+
 TEST_F(SynthInspect, WeightsHaveSaneMagnitudes) {
   const std::string out = Path("f32.gguf");
   ASSERT_EQ(Run("synth --arch qwen3 --type f32 --n-layer 1 --n-vocab 300 -o " + out).rc, 0);
