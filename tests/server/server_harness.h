@@ -316,4 +316,31 @@ inline json LoadJsonFile(const std::string& path) {
   return json::parse(ReadAll(path), nullptr, /*allow_exceptions=*/false);
 }
 
+// Greedy continuations of ../shared/reference/<ref_name>.json's "greedy" prompts through a server started on
+// `model` (/completion, token ids in and out) equal llama.cpp's up to the first near tie (margin < 0.05: a
+// correct engine may choose differently from there on).
+inline void ExpectServerGreedyMatchesReference(const char* model, const std::string& ref_name) {
+  REQUIRE_SHARED_FILE(model);
+  REQUIRE_SHARED_FILE("reference/" + ref_name + ".json");
+  const json ref = LoadJsonFile(SharedPath("reference/" + ref_name + ".json"));
+  START_SERVER(srv, {"-m", SharedPath(model), "-np", "1", "-c", "1024"});
+  ASSERT_TRUE(ref.contains("greedy"));
+  for (const json& g : ref["greedy"]) {
+    const auto expect = g["greedy"].get<std::vector<int>>();
+    const auto margin = g["margin"].get<std::vector<double>>();
+    HttpResult r = srv->Post("/completion", {{"prompt", g["prompt"]},
+                                             {"n_predict", expect.size()},
+                                             {"temperature", 0},
+                                             {"return_tokens", true},
+                                             {"cache_prompt", false}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    const auto got = r.Json()["tokens"].get<std::vector<int>>();
+    ASSERT_EQ(got.size(), expect.size()) << r.body;
+    for (size_t i = 0; i < expect.size(); ++i) {
+      if (margin[i] < 0.05) break;
+      ASSERT_EQ(got[i], expect[i]) << ref_name << " step " << i << " (prompt of " << g["prompt"].size() << ")";
+    }
+  }
+}
+
 }  // namespace lazyslot::testing
