@@ -38,12 +38,18 @@ BudgetCharge FixedChargeFor(const Model& model, const EngineConfig& cfg, int n_s
   // builds a larger one); an encoder's single input may exceed it, up to a slot.
   const bool encoder = model.arch().encoder;
   const uint64_t n = encoder ? std::max<int64_t>(cfg.n_batch, n_ctx_slot) : cfg.n_batch;
-  const uint64_t per_token_floats = 3ull * hp.n_embd + 2ull * hp.n_embd_q() + 2ull * hp.n_embd_kv() +
-                                    2ull * hp.n_ff + (encoder ? hp.n_embd_kv() : 0);
-  // The matmul's activation rows in the weights' dot type: never wider than f32.
+  // The FFN's: gate and up [n_ff]; a mixture of experts' router logits [n_expert] and per chosen expert its
+  // input and output [n_embd], gate and up [n_ff_exp], and its weight, id and row (Forward::FfnMoe).
+  const uint64_t k = static_cast<uint64_t>(hp.n_expert_used);
+  const uint64_t ffn_floats = hp.n_expert > 0 ? hp.n_expert + k * (2ull * hp.n_embd + 2ull * hp.n_ff_exp + 4)
+                                              : 2ull * hp.n_ff;
+  const uint64_t per_token_floats = 3ull * hp.n_embd + 2ull * hp.n_embd_q() + 2ull * hp.n_embd_kv() + ffn_floats +
+                                    (encoder ? hp.n_embd_kv() : 0);
+  // The matmul's activation rows in the weights' dot type: never wider than f32 (an expert pass encodes each
+  // of its experts' rows, at most all chosen experts' inputs).
   const uint64_t widest_in =
       std::max<uint64_t>({static_cast<uint64_t>(hp.n_embd), static_cast<uint64_t>(hp.n_ff),
-                          static_cast<uint64_t>(hp.n_embd_q())});
+                          static_cast<uint64_t>(hp.n_embd_q()), k * hp.n_embd});
   uint64_t scratch = n * per_token_floats * 4 + n * widest_in * 4;
   // Output rows: one logits row per slot at most per step; hidden rows for embedding requests, which each
   // slot keeps until its prompt is done.

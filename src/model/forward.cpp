@@ -380,7 +380,8 @@ void Forward::FfnMoe(int il) {
     for (size_t g0 = 0; g0 < active.size();) {
       size_t g1 = g0;
       targets.clear();
-      while (g1 < active.size() && g1 - g0 < static_cast<size_t>(per_pass) && count(active[g1]) == count(active[g0])) {
+      while (g1 < active.size() && g1 - g0 < static_cast<size_t>(per_pass) &&
+             count(active[g1]) == count(active[g0])) {
         add(active[g1++]);
       }
       MatMulMulti(pool_, targets.data(), static_cast<int>(targets.size()), nullptr, count(active[g0]), mm_);

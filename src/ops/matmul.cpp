@@ -130,15 +130,20 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
 
   // One activation row (generation) takes the gemv as decode confirms it (quant/gemv_confirm.h): the start-up
   // choice, or, while the confirmation takes samples, the candidate whose turn it is for these matrices (all
-  // candidates give the same bits). A product is a sample when its targets share one format; it is timed
-  // whole and keyed by its first matrix.
+  // candidates give the same bits). A product is a sample when its targets share one format and the call's
+  // activations; it is timed whole and keyed by its first matrix. A mixture of experts' passes (targets with
+  // their own activations) are not: their matrices change with every token's choice, so they would key a new
+  // matrix nearly every time and keep the confirmation from settling.
   quant::GemvPick picks[kMaxTargets];
   const void* sample_key = nullptr;
   Clock::time_point t0;
-  bool any_interleaved = false;
-  for (int j = 0; j < n_targets; ++j) any_interleaved = any_interleaved || targets[j].w->interleaved;
+  bool any_interleaved = false, own_x = false;
+  for (int j = 0; j < n_targets; ++j) {
+    any_interleaved = any_interleaved || targets[j].w->interleaved;
+    own_x = own_x || targets[j].x != nullptr;
+  }
   if (m == 1 && !any_interleaved) {  // interleaved weights have one product; nothing to confirm
-    bool same = true;
+    bool same = !own_x;
     for (int j = 1; j < n_targets; ++j) same = same && targets[j].w->type == targets[0].w->type;
     for (int j = 0; j < n_targets; ++j) {
       picks[j] = same && j > 0 ? picks[0]
