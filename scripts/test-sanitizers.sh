@@ -40,8 +40,11 @@ suite() {  # <name> <build dir> <-fsanitize list> <targets> <ctest args...>
   mkdir -p "$logs"
   echo "== $name: configure and build $build"
   # -fno-sanitize-recover: a UBSan finding stops the process (and fails its test) instead of printing and going on.
+  # -O1 -g1 (line tables: reports still name file and line): one server file compiled in 10.9 s against 17.0 s
+  # with RelWithDebInfo's -O2 -g, objects 2.7x smaller to link; the build is most of the suite's time in CI.
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLAZYSLOT_SANITIZE="$san" \
-    -DCMAKE_CXX_FLAGS="-fno-sanitize-recover=undefined" >/dev/null
+    -DCMAKE_CXX_FLAGS="-fno-sanitize-recover=undefined" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+    >/dev/null
   # shellcheck disable=SC2086
   cmake --build "$build" -j"$JOBS" ${targets:+--target $targets}
   rm -rf "$logs" && mkdir -p "$logs"

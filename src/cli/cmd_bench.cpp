@@ -328,8 +328,11 @@ Status RunBench(const BenchOptions& o) {
   const double per_token = static_cast<double>(model->weight_bytes_per_token());
   std::printf("\nread bandwidth (%d threads, %d MiB buffer): %.2f ± %.2f GB/s (best %.2f; checksum %llx)\n",
               pool.n_threads(), o.bw_mib, b.mean, b.sd, best, static_cast<unsigned long long>(sink & 0xffff));
-  std::printf("weights read per token: %.2f MB; roofline at the mean bandwidth: %.2f t/s\n", per_token / 1e6,
-              b.mean * 1e9 / per_token);
+  const std::string experts = hp.n_expert > 0 ? " (" + std::to_string(hp.n_expert_used) + " of " +
+                                                    std::to_string(hp.n_expert) + " experts per layer)"
+                                              : "";
+  std::printf("weights read per token: %.2f MB%s; roofline at the mean bandwidth: %.2f t/s\n", per_token / 1e6,
+              experts.c_str(), b.mean * 1e9 / per_token);
   if (tg_depth0 > 0) {
     std::printf("tg%d reaches %.1f%% of the roofline (%.1f%% of the best-pass roofline)\n", tg_depth0_n,
                 100.0 * tg_depth0 * per_token / (b.mean * 1e9), 100.0 * tg_depth0 * per_token / (best * 1e9));
