@@ -1,9 +1,10 @@
 // What distinguishes the supported architectures, and the GGUF tensor/key names in one table.
 // Each architecture lives in its own file (arch_llama.cpp, arch_qwen2.cpp, arch_qwen3.cpp,
 // arch_qwen3moe.cpp, arch_gemma3.cpp, arch_bert.cpp) and fills an ArchSpec: its own hyper-parameter keys, how
-// its layers' tensors bind, and for a decoder its layer function, written top to bottom in the shared blocks of model/forward.h. The forward
-// pass (forward.cpp) only runs the embedding lookup, the spec's layer function for each layer and the output;
-// it never asks which architecture it runs. An encoder (bert) has its own pass (encoder.cpp).
+// its layers' tensors bind, and for a decoder its layer function, written top to bottom in the shared blocks
+// of model/forward.h. The forward pass (forward.cpp) only runs the embedding lookup, the spec's layer
+// function for each layer and the output; it never asks which architecture it runs. An encoder (bert) has
+// its own pass (encoder.cpp).
 // How to add an architecture: docs/decisions/0016-a-layer-function-per-architecture.md.
 #pragma once
 

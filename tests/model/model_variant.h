@@ -12,6 +12,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/writer.h"
+#include "model/model.h"
 #include "test_util.h"
 
 namespace lazyslot::testing {
@@ -56,6 +57,13 @@ inline std::string WriteModelVariant(const std::string& shared_model, const std:
   const Status st = w.Write(path);
   EXPECT_TRUE(st.ok()) << st.ToString();
   return path;
+}
+
+// Loads `path` expecting a refusal whose message names `what`.
+inline void ExpectModelRefused(const std::string& path, const std::string& what) {
+  auto m = Model::Load(path, {.huge_pages = false});
+  ASSERT_FALSE(m.ok()) << path << " loaded";
+  EXPECT_NE(m.status().message().find(what), std::string::npos) << m.status().ToString();
 }
 
 }  // namespace lazyslot::testing

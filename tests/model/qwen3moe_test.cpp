@@ -18,15 +18,11 @@
 namespace lazyslot {
 namespace {
 
+using testing::ExpectModelRefused;
+
 constexpr char kMoe[] = "models/qwen3moe-tiny-q8_0.gguf";
 const char* kMoeFiles[] = {"models/qwen3moe-tiny-f32.gguf", "models/qwen3moe-tiny-q8_0.gguf",
                            "models/qwen3moe-tiny-q4_k_m.gguf"};
-
-void ExpectRefused(const std::string& path, const std::string& what) {
-  auto m = Model::Load(path, {.huge_pages = false});
-  ASSERT_FALSE(m.ok()) << path << " loaded";
-  EXPECT_NE(m.status().message().find(what), std::string::npos) << m.status().ToString();
-}
 
 TEST(Qwen3MoeLoad, ExpertKeysAndTheBytesATokenReads) {
   REQUIRE_SHARED_FILE(kMoe);
@@ -59,27 +55,37 @@ TEST(Qwen3MoeLoad, BrokenExpertsAreRefusedNamingTheKeyOrTensor) {
   auto variant = [](const std::string& name, testing::ModelVariant v) {
     return testing::WriteModelVariant(kMoe, "qwen3moe_" + name, v);
   };
-  ExpectRefused(variant("experts0", {.edit = [](gguf::Writer& w) { w.SetU32("qwen3moe.expert_count", 0); }}),
-                "qwen3moe.expert_count");
-  ExpectRefused(variant("used9", {.edit = [](gguf::Writer& w) { w.SetU32("qwen3moe.expert_used_count", 9); }}),
-                "qwen3moe.expert_used_count");
-  ExpectRefused(variant("used0", {.edit = [](gguf::Writer& w) { w.SetU32("qwen3moe.expert_used_count", 0); }}),
-                "qwen3moe.expert_used_count");
-  ExpectRefused(variant("no_used", {.drop_key = "qwen3moe.expert_used_count"}), "qwen3moe.expert_used_count");
-  ExpectRefused(variant("no_width", {.drop_key = "qwen3moe.expert_feed_forward_length"}),
-                "qwen3moe.expert_feed_forward_length");
+  ExpectModelRefused(
+      variant("experts0", {.edit = [](gguf::Writer& w) { w.SetU32("qwen3moe.expert_count", 0); }}),
+      "qwen3moe.expert_count");
+  ExpectModelRefused(
+      variant("used9", {.edit = [](gguf::Writer& w) { w.SetU32("qwen3moe.expert_used_count", 9); }}),
+      "qwen3moe.expert_used_count");
+  ExpectModelRefused(
+      variant("used0", {.edit = [](gguf::Writer& w) { w.SetU32("qwen3moe.expert_used_count", 0); }}),
+      "qwen3moe.expert_used_count");
+  ExpectModelRefused(variant("no_used", {.drop_key = "qwen3moe.expert_used_count"}),
+                     "qwen3moe.expert_used_count");
+  ExpectModelRefused(variant("no_width", {.drop_key = "qwen3moe.expert_feed_forward_length"}),
+                     "qwen3moe.expert_feed_forward_length");
   // The file's experts are 256 wide: a key that says otherwise meets tensors of the wrong shape.
-  ExpectRefused(
-      variant("width128", {.edit = [](gguf::Writer& w) { w.SetU32("qwen3moe.expert_feed_forward_length", 128); }}),
+  ExpectModelRefused(
+      variant("width128",
+              {.edit = [](gguf::Writer& w) { w.SetU32("qwen3moe.expert_feed_forward_length", 128); }}),
       "blk.0.ffn_gate_exps.weight");
-  ExpectRefused(variant("seven_experts", {.reshape_tensor = "blk.1.ffn_up_exps.weight", .reshape_ne = {256, 256, 7}}),
-                "blk.1.ffn_up_exps.weight");
-  ExpectRefused(variant("flat_down", {.reshape_tensor = "blk.0.ffn_down_exps.weight", .reshape_ne = {256, 2048}}),
-                "blk.0.ffn_down_exps.weight");
-  ExpectRefused(variant("router7", {.reshape_tensor = "blk.1.ffn_gate_inp.weight", .reshape_ne = {256, 7}}),
-                "blk.1.ffn_gate_inp.weight");
-  ExpectRefused(variant("no_router", {.drop_tensor = "blk.0.ffn_gate_inp.weight"}), "blk.0.ffn_gate_inp.weight");
-  ExpectRefused(variant("no_down", {.drop_tensor = "blk.1.ffn_down_exps.weight"}), "blk.1.ffn_down_exps.weight");
+  ExpectModelRefused(
+      variant("seven_experts", {.reshape_tensor = "blk.1.ffn_up_exps.weight", .reshape_ne = {256, 256, 7}}),
+      "blk.1.ffn_up_exps.weight");
+  ExpectModelRefused(
+      variant("flat_down", {.reshape_tensor = "blk.0.ffn_down_exps.weight", .reshape_ne = {256, 2048}}),
+      "blk.0.ffn_down_exps.weight");
+  ExpectModelRefused(
+      variant("router7", {.reshape_tensor = "blk.1.ffn_gate_inp.weight", .reshape_ne = {256, 7}}),
+      "blk.1.ffn_gate_inp.weight");
+  ExpectModelRefused(variant("no_router", {.drop_tensor = "blk.0.ffn_gate_inp.weight"}),
+                     "blk.0.ffn_gate_inp.weight");
+  ExpectModelRefused(variant("no_down", {.drop_tensor = "blk.1.ffn_down_exps.weight"}),
+                     "blk.1.ffn_down_exps.weight");
 }
 
 // Logits of `tokens` (one slot from position 0), run in batches of `step` tokens, every position's row.
@@ -128,7 +134,8 @@ TEST(Qwen3MoeMemory, ExpertsStayOnTheFileMappingAndTheRestOnTheCopy) {
   auto m = Model::Load(testing::SharedPath(kMoe));
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   const gguf::File& f = (*m)->file();
-  if (!f.on_huge_pages()) GTEST_SKIP() << "SKIPPED: no huge-page copy on this machine (transparent huge pages off)";
+  if (!f.on_huge_pages())
+    GTEST_SKIP() << "SKIPPED: no huge-page copy on this machine (transparent huge pages off)";
   const gguf::TensorInfo* up = f.FindTensor("blk.0.ffn_up_exps.weight");
   ASSERT_NE(up, nullptr);
   const uint8_t* expert_mid = f.TensorData(*up) + up->nbytes / 2;

@@ -1,11 +1,11 @@
 // RouteTopK: softmax over the router logits, the k largest best first (ties to the lower expert), weights
 // renormalised to sum to 1 or left as probabilities.
+#include "ops/moe_route.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
-
-#include "ops/moe_route.h"
 
 namespace lazyslot {
 namespace {

@@ -13,7 +13,9 @@ namespace {
 
 constexpr char kMoeQ8[] = "models/qwen3moe-tiny-q8_0.gguf";
 
-TEST(ServerMoe, GreedyEqualsLlamaCppF32) { ExpectServerGreedyMatchesReference("models/qwen3moe-tiny-f32.gguf", "qwen3moe-tiny-f32"); }
+TEST(ServerMoe, GreedyEqualsLlamaCppF32) {
+  ExpectServerGreedyMatchesReference("models/qwen3moe-tiny-f32.gguf", "qwen3moe-tiny-f32");
+}
 TEST(ServerMoe, GreedyEqualsLlamaCppQ8) { ExpectServerGreedyMatchesReference(kMoeQ8, "qwen3moe-tiny-q8_0"); }
 TEST(ServerMoe, GreedyEqualsLlamaCppQ4KM) {
   ExpectServerGreedyMatchesReference("models/qwen3moe-tiny-q4_k_m.gguf", "qwen3moe-tiny-q4_k_m");
