@@ -84,6 +84,27 @@ Result<uint64_t> MappingFieldBytes(const void* p, const char* field) {
 
 Result<uint64_t> MappingRssBytes(const void* p) { return MappingFieldBytes(p, "Rss"); }
 
+Result<uint64_t> RangeRssBytes(const void* p, size_t bytes) {
+  FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (!f) return IoError(std::string("cannot open /proc/self/smaps: ") + std::strerror(errno));
+  const auto begin = reinterpret_cast<uintptr_t>(p), end = begin + bytes;
+  char line[512];
+  bool inside = false, any = false;
+  uint64_t total = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long long lo = 0, hi = 0, kb = 0;
+    if (std::sscanf(line, "%llx-%llx ", &lo, &hi) == 2) {
+      inside = lo < end && hi > begin;
+      any = any || inside;
+    } else if (inside && std::sscanf(line, "Rss: %llu kB", &kb) == 1) {
+      total += static_cast<uint64_t>(kb) * 1024;
+    }
+  }
+  std::fclose(f);
+  if (!any) return NotFound("no mapping in /proc/self/smaps overlaps the range");
+  return total;
+}
+
 ProcessMemory ReadProcessMemory() {
   ProcessMemory m;
   FILE* f = std::fopen("/proc/self/status", "r");

@@ -304,7 +304,7 @@ MemoryReport Engine::Memory() const {
   if (resident.ok()) m.kv_resident = *resident;
   const gguf::File& f = model_->file();
   m.weights_mapped = f.file_size();
-  Result<uint64_t> w = vm::MappingRssBytes(f.data_begin());
+  Result<uint64_t> w = f.ResidentBytes();
   if (w.ok()) m.weights_resident = *w;
   const vm::ProcessMemory p = vm::ReadProcessMemory();
   m.rss = p.rss;

@@ -259,7 +259,7 @@ void Engine::Impl::LogFirstCommits() {
   }
   if (weights_paging_in) {
     weights_paging_in = false;
-    Result<uint64_t> w = vm::MappingRssBytes(engine->model_->file().data_begin());
+    Result<uint64_t> w = engine->model_->file().ResidentBytes();
     LS_LOG_INFO(
         "weights reloaded: %.1f MiB resident again after the first step (paged in from the page cache)",
         w.ok() ? MiB(*w) : 0.0);
@@ -320,11 +320,11 @@ void Engine::Impl::IdleRelease(Clock::time_point now) {
   if (cfg.idle_release_weights_s > 0 && !weights_released && idle_s >= cfg.idle_release_weights_s) {
     weights_released = true;
     const gguf::File& f = engine->model_->file();
-    Result<uint64_t> before = vm::MappingRssBytes(f.data_begin());
+    Result<uint64_t> before = f.ResidentBytes();
     Status st = f.ReleaseResidentPages();
     if (!st.ok()) LS_LOG_WARN("idle release of the weights failed: %s", st.ToString().c_str());
     if (st.ok()) RefundWeights();
-    Result<uint64_t> after = vm::MappingRssBytes(f.data_begin());
+    Result<uint64_t> after = f.ResidentBytes();
     {
       std::lock_guard<std::mutex> lock(mu);
       ++stats.weight_releases;
@@ -350,7 +350,7 @@ void Engine::Impl::Warmup() {
   if (!st.ok()) LS_LOG_WARN("warm-up pass failed: %s", st.ToString().c_str());
   Result<uint64_t> released = kv->Trim(0, 0);
   (void)released;
-  Result<uint64_t> w = vm::MappingRssBytes(engine->model_->file().data_begin());
+  Result<uint64_t> w = engine->model_->file().ResidentBytes();
   LS_LOG_INFO("warm-up: one token in %.0f ms; weights resident %.1f MiB; KV committed %.2f MiB", MsSince(t0),
               w.ok() ? MiB(*w) : 0.0, MiB(kv->committed_bytes()));
 }

@@ -89,11 +89,11 @@ uint64_t Engine::Impl::ReleaseIdleNow(bool weights) {
   RefundScratch();
   if (weights && !weights_released) {
     const gguf::File& f = engine->model_->file();
-    Result<uint64_t> before = vm::MappingRssBytes(f.data_begin());
+    Result<uint64_t> before = f.ResidentBytes();
     Status st = f.ReleaseResidentPages();
     if (!st.ok()) LS_LOG_WARN("releasing the weights failed: %s", st.ToString().c_str());
     if (st.ok()) RefundWeights();
-    Result<uint64_t> after = vm::MappingRssBytes(f.data_begin());
+    Result<uint64_t> after = f.ResidentBytes();
     if (before.ok() && after.ok() && *before > *after) released += *before - *after;
     weights_released = true;
     std::lock_guard<std::mutex> lock(mu);

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <new>
 
+#include "core/vm.h"
+
 namespace lazyslot::gguf {
 
 static_assert(std::endian::native == std::endian::little, "the reader decodes little-endian fields in place");
@@ -548,6 +550,10 @@ Status File::CopyToHugePages(const std::vector<const TensorInfo*>& file_tensors)
   for (const TensorInfo* t : file_tensors) ranges.push_back({data_offset + t->offset, t->nbytes});
   std::sort(ranges.begin(), ranges.end());
   return mapping_->CopyToHugePages(std::move(ranges));
+}
+
+Result<uint64_t> File::ResidentBytes() const {
+  return mapping_ ? mapping_->ResidentBytes() : vm::MappingRssBytes(data_);
 }
 
 Status File::ReleaseResidentPages() const { return mapping_ ? mapping_->Release() : Status::Ok(); }

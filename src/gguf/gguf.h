@@ -105,6 +105,9 @@ class File {
   Status CopyToHugePages(const std::vector<const TensorInfo*>& file_tensors = {}) const;
   // True while the bytes lie on the huge-page copy.
   bool on_huge_pages() const { return mapping_ && mapping_->huge_pages(); }
+  // This process's resident bytes of the file's mapping (the copy, and the ranges left to the file); of an
+  // OpenBuffer file, of its buffer's mapping.
+  Result<uint64_t> ResidentBytes() const;
   // Drops the resident pages (they page back from the page cache on next touch; a huge-page copy gives its
   // memory back and the file mapping serves until RestoreAfterRelease).
   Status ReleaseResidentPages() const;

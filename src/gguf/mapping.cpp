@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/log.h"
+#include "core/vm.h"
 
 namespace lazyslot::gguf {
 namespace {
@@ -80,6 +81,8 @@ bool Mapping::huge_pages() const {
   std::lock_guard<std::mutex> lock(mu_);
   return copied_;
 }
+
+Result<uint64_t> Mapping::ResidentBytes() const { return vm::RangeRssBytes(base_, region_); }
 
 Status Mapping::CopyToHugePages(Ranges file_ranges) {
   std::lock_guard<std::mutex> lock(mu_);

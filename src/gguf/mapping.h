@@ -46,6 +46,8 @@ class Mapping {
   Status RestoreCopy();
   // True while the bytes lie in the huge-page copy.
   bool huge_pages() const;
+  // This process's resident bytes of the whole region, whichever backing holds each page.
+  Result<uint64_t> ResidentBytes() const;
   // Rewrites every copy of the region (base: its first byte, inside the copy) before it is made read-only:
   // the current one now, if the copy serves, and each one RestoreCopy makes. An empty function removes it
   // (the current copy keeps its bytes). The file mapping always holds the file's bytes.

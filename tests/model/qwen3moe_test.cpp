@@ -147,6 +147,17 @@ TEST(Qwen3MoeMemory, ExpertsStayOnTheFileMappingAndTheRestOnTheCopy) {
   Result<uint64_t> q_anon = vm::MappingFieldBytes(f.TensorData(*q), "Anonymous");
   ASSERT_TRUE(q_anon.ok());
   EXPECT_GT(*q_anon, 0u) << "the attention's weights are on the copy";
+  // The weights' resident bytes cover every part of the mapping: one token's forward pass maps the 2 x 3
+  // expert slices it chose in each of 2 layers (each 17 pages, at least 16 of them whole inside the slice).
+  Result<uint64_t> before = f.ResidentBytes();
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  const std::vector<int32_t> one = {1};
+  ThreadPool pool(2);
+  RunInSteps(**m, one, 1, pool);
+  Result<uint64_t> after = f.ResidentBytes();
+  ASSERT_TRUE(after.ok());
+  const uint64_t slice = up->nbytes / 8;
+  EXPECT_GE(*after, *before + 2 * 3 * 2 * (slice - 4096)) << "before " << *before;
 }
 
 }  // namespace
