@@ -1,5 +1,6 @@
-// `lazyslot synth`: writes a random-weight GGUF (llama, qwen2, qwen3, qwen3moe, gemma3 or bert) that both lazyslot and
-// llama.cpp load, with a synthetic byte-level BPE vocabulary or the tokenizer copied from another GGUF.
+// `lazyslot synth`: writes a random-weight GGUF (llama, qwen2, qwen3, qwen3moe, phi3, gemma3 or bert) that
+// both lazyslot and llama.cpp load, with a synthetic byte-level BPE vocabulary or the tokenizer copied from
+// another GGUF.
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,7 +28,7 @@ struct SynthOptions {
   // Shape overrides: 0 / NaN = keep the preset's value.
   int64_t n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0, n_vocab = 0, n_ctx = 0;
   int64_t sliding_window = 0;
-  int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0, n_rot = 0;
   double rope_base = 0, eps = 0;
   bool tied = false, untied = false;
 };
@@ -36,8 +37,9 @@ Status BuildShape(const SynthOptions& o, SynthShape* s) {
   s->arch = o.arch;
   const std::string preset = !o.preset.empty() ? o.preset : o.arch == "bert" ? "bge-small" : "tiny";
   if (!ApplyPreset(preset, s)) {
-    return InvalidArgument("--preset must be tiny, qwen3-0.6b, gemma3-1b, qwen3moe-a3b or bge-small, got '" +
-                           o.preset + "'");
+    return InvalidArgument(
+        "--preset must be tiny, qwen3-0.6b, gemma3-1b, qwen3moe-a3b, phi4-mini or bge-small, got '" + o.preset +
+        "'");
   }
   if ((s->arch == "bert") != (o.arch == "bert") && o.arch != "qwen3") {
     return InvalidArgument("--preset " + preset + " is a " + s->arch + ", not a " + o.arch);
@@ -60,6 +62,7 @@ Status BuildShape(const SynthOptions& o, SynthShape* s) {
   if (o.n_expert) s->n_expert = o.n_expert;
   if (o.n_expert_used) s->n_expert_used = o.n_expert_used;
   if (o.n_ff_exp) s->n_ff_exp = o.n_ff_exp;
+  if (o.n_rot) s->n_rot = o.n_rot;
   if (s->arch == "gemma3" && s->sliding_window == 0) s->sliding_window = std::min<int64_t>(512, s->n_ctx);
   return Status::Ok();
 }
@@ -124,14 +127,14 @@ void AddSynthCommand(CLI::App& root, int* exit_code) {
   auto o = std::make_shared<SynthOptions>();
   CLI::App* sub =
       root.add_subcommand("synth", "Write a random-weight GGUF model (for demos, tests and benchmarks)");
-  sub->add_option("--arch", o->arch, "Architecture: llama, qwen2, qwen3, qwen3moe, gemma3 or bert")
-      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "bert"}))
+  sub->add_option("--arch", o->arch, "Architecture: llama, qwen2, qwen3, qwen3moe, phi3, gemma3 or bert")
+      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma3", "bert"}))
       ->capture_default_str();
   sub->add_option(
          "--preset", o->preset,
          "Shape preset: tiny (default), qwen3-0.6b, gemma3-1b, qwen3moe-a3b (Qwen3-30B-A3B's layers, 12 of "
-         "48) or bge-small (a bert; the default for --arch bert)")
-      ->check(CLI::IsMember({"tiny", "qwen3-0.6b", "gemma3-1b", "qwen3moe-a3b", "bge-small"}));
+         "48), phi4-mini or bge-small (a bert; the default for --arch bert)")
+      ->check(CLI::IsMember({"tiny", "qwen3-0.6b", "gemma3-1b", "qwen3moe-a3b", "phi4-mini", "bge-small"}));
   sub->add_option("--type", o->type, "Weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k")
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Seed of the deterministic weights")->capture_default_str();
@@ -152,6 +155,7 @@ void AddSynthCommand(CLI::App& root, int* exit_code) {
   sub->add_option("--n-expert", o->n_expert, "qwen3moe: experts per layer (default 8)");
   sub->add_option("--n-expert-used", o->n_expert_used, "qwen3moe: experts a token is routed to (default 2)");
   sub->add_option("--n-ff-exp", o->n_ff_exp, "qwen3moe: one expert's feed-forward width (default 256)");
+  sub->add_option("--n-rot", o->n_rot, "Rotated dims per head (partial rotary; default: all of --head-dim)");
   auto* tied = sub->add_flag("--tied", o->tied, "Tie the output head to token_embd (no output.weight)");
   sub->add_flag("--untied", o->untied, "Write a separate output.weight")->excludes(tied);
   sub->callback([o, exit_code] {

@@ -103,8 +103,32 @@ std::vector<TensorPlan> PlanBertTensors(const SynthShape& s) {
   return p;
 }
 
+// phi3 (arch_phi3.cpp): one fused attn_qkv (q, k, v rows) and one ffn_up (gate, then up rows), no q/k norms;
+// LongRoPE's short and long factors (F32, [n_rot / 2]).
+std::vector<TensorPlan> PlanPhi3Tensors(const SynthShape& s) {
+  const int64_t qkv_rows = (s.n_head + 2 * s.n_head_kv) * s.head_dim;
+  const int64_t n_rot = s.n_rot > 0 ? s.n_rot : s.head_dim;
+  std::vector<TensorPlan> p;
+  p.push_back({"token_embd.weight", s.n_embd, s.n_vocab, true, Init::kMatrix});
+  p.push_back({"output_norm.weight", s.n_embd, 0, false, Init::kNorm});
+  if (!s.tied) p.push_back({"output.weight", s.n_embd, s.n_vocab, true, Init::kMatrix});
+  p.push_back({"rope_factors_short.weight", n_rot / 2, 0, false, Init::kNorm});
+  p.push_back({"rope_factors_long.weight", n_rot / 2, 0, false, Init::kNorm});
+  for (int64_t il = 0; il < s.n_layer; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".";
+    p.push_back({b + "attn_norm.weight", s.n_embd, 0, false, Init::kNorm});
+    p.push_back({b + "attn_qkv.weight", s.n_embd, qkv_rows, true, Init::kMatrix});
+    p.push_back({b + "attn_output.weight", s.n_head * s.head_dim, s.n_embd, true, Init::kMatrix});
+    p.push_back({b + "ffn_norm.weight", s.n_embd, 0, false, Init::kNorm});
+    p.push_back({b + "ffn_up.weight", s.n_embd, 2 * s.n_ff, true, Init::kMatrix});
+    p.push_back({b + "ffn_down.weight", s.n_ff, s.n_embd, true, Init::kMatrix});
+  }
+  return p;
+}
+
 std::vector<TensorPlan> PlanTensors(const SynthShape& s) {
   if (s.arch == "bert") return PlanBertTensors(s);
+  if (s.arch == "phi3") return PlanPhi3Tensors(s);
   const int64_t q_dim = s.n_head * s.head_dim;
   const int64_t kv_dim = s.n_head_kv * s.head_dim;
   std::vector<TensorPlan> p;
@@ -213,6 +237,24 @@ bool ApplyPreset(const std::string& preset, SynthShape* s) {
     s->n_ff_exp = 768;
     return true;
   }
+  if (preset == "phi4-mini") {  // microsoft/Phi-4-mini-instruct's shape: rotary on 3/4 of each head
+    s->arch = "phi3";
+    s->name = "phi4-mini";
+    s->n_embd = 3072;
+    s->n_layer = 32;
+    s->n_head = 24;
+    s->n_head_kv = 8;
+    s->head_dim = 128;
+    s->n_ff = 8192;
+    s->n_vocab = 200064;
+    s->n_ctx = 131072;
+    s->rope_base = 10000.0f;
+    s->eps = 1e-5f;
+    s->tied = true;
+    s->n_rot = 96;
+    s->n_ctx_orig = 4096;
+    return true;
+  }
   if (preset == "qwen3-0.6b") {
     s->name = "qwen3-0.6b";
     s->n_embd = 1024;
@@ -232,9 +274,17 @@ bool ApplyPreset(const std::string& preset, SynthShape* s) {
 }
 
 Status ValidateSynth(const SynthShape& s, TensorType type) {
-  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3moe" && s.arch != "gemma3" &&
-      s.arch != "bert") {
-    return InvalidArgument("--arch must be llama, qwen2, qwen3, qwen3moe, gemma3 or bert, got '" + s.arch + "'");
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3moe" && s.arch != "phi3" &&
+      s.arch != "gemma3" && s.arch != "bert") {
+    return InvalidArgument("--arch must be llama, qwen2, qwen3, qwen3moe, phi3, gemma3 or bert, got '" + s.arch +
+                           "'");
+  }
+  if (s.n_rot < 0 || s.n_rot % 2 != 0 || s.n_rot > s.head_dim || (s.n_rot > 0 && s.arch == "bert")) {
+    return InvalidArgument("--n-rot must be even and at most --head-dim (" + std::to_string(s.head_dim) +
+                           "), and a bert has no RoPE; got " + std::to_string(s.n_rot));
+  }
+  if (s.arch == "phi3" && (s.n_ctx_orig < 1 || s.n_ctx_orig > s.n_ctx)) {
+    return InvalidArgument("phi3 needs an original context in 1..n_ctx (" + std::to_string(s.n_ctx) + ")");
   }
   if (s.arch == "qwen3moe" && (s.n_expert < 1 || s.n_expert > 4096 || s.n_expert_used < 1 ||
                                s.n_expert_used > s.n_expert || s.n_ff_exp < 1 || s.n_ff_exp > (1 << 20))) {
@@ -335,7 +385,14 @@ Status AddSynthModel(const SynthShape& s, TensorType type, uint64_t seed, gguf::
   } else {
     w->SetF32(a + ".attention.layer_norm_rms_epsilon", s.eps);
     w->SetF32(a + ".rope.freq_base", s.rope_base);
-    w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(s.head_dim));
+    w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(s.n_rot > 0 ? s.n_rot : s.head_dim));
+  }
+  if (s.arch == "phi3") {  // LongRoPE: the short factors up to n_ctx_orig cells a sequence, the long ones beyond
+    w->SetU32(a + ".rope.scaling.original_context_length", static_cast<uint32_t>(s.n_ctx_orig));
+    const double ratio = static_cast<double>(s.n_ctx) / static_cast<double>(s.n_ctx_orig);
+    const double attn_factor =
+        ratio <= 1 ? 1.0 : std::sqrt(1 + std::log(ratio) / std::log(static_cast<double>(s.n_ctx_orig)));
+    w->SetF32(a + ".rope.scaling.attn_factor", static_cast<float>(attn_factor));
   }
   if (s.arch == "gemma3") {  // no pattern key: llama.cpp's default period of 6, as converted Gemma 3 files
     w->SetU32(a + ".attention.sliding_window", static_cast<uint32_t>(s.sliding_window));

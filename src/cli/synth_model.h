@@ -12,7 +12,7 @@
 namespace lazyslot::cli {
 
 struct SynthShape {
-  std::string arch = "qwen3";  // llama | qwen2 | qwen3 | qwen3moe | gemma3 | bert
+  std::string arch = "qwen3";  // llama | qwen2 | qwen3 | qwen3moe | phi3 | gemma3 | bert
   std::string name = "tiny";   // preset name, for general.name
   int64_t n_embd = 256;
   int64_t n_layer = 4;
@@ -30,10 +30,14 @@ struct SynthShape {
   int64_t n_expert = 8;
   int64_t n_expert_used = 2;
   int64_t n_ff_exp = 256;
+  // Rotated dims per head (0: all of head_dim); phi3 (partial rotary) writes LongRoPE's factors for them and
+  // rope.scaling.original_context_length = n_ctx_orig.
+  int64_t n_rot = 0;
+  int64_t n_ctx_orig = 4096;
 };
 
-// Fills `shape` from a preset name ("tiny", "qwen3-0.6b", "gemma3-1b", "qwen3moe-a3b", "bge-small": a
-// bert); false if unknown.
+// Fills `shape` from a preset name ("tiny", "qwen3-0.6b", "gemma3-1b", "qwen3moe-a3b", "phi4-mini",
+// "bge-small": a bert); false if unknown.
 bool ApplyPreset(const std::string& preset, SynthShape* shape);
 
 // Checks the shape for `type` (positive sizes, GQA divisibility, row lengths multiple of the block size).

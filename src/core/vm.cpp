@@ -94,7 +94,8 @@ Result<uint64_t> RangeRssBytes(const void* p, size_t bytes) {
   while (std::fgets(line, sizeof line, f)) {
     unsigned long long lo = 0, hi = 0, kb = 0;
     if (std::sscanf(line, "%llx-%llx ", &lo, &hi) == 2) {
-      inside = lo < end && hi > begin;
+      if (lo >= end) break;  // entries come in address order
+      inside = hi > begin;
       any = any || inside;
     } else if (inside && std::sscanf(line, "Rss: %llu kB", &kb) == 1) {
       total += static_cast<uint64_t>(kb) * 1024;

@@ -1,10 +1,10 @@
 // What distinguishes the supported architectures, and the GGUF tensor/key names in one table.
 // Each architecture lives in its own file (arch_llama.cpp, arch_qwen2.cpp, arch_qwen3.cpp,
-// arch_qwen3moe.cpp, arch_gemma3.cpp, arch_bert.cpp) and fills an ArchSpec: its own hyper-parameter keys, how
-// its layers' tensors bind, and for a decoder its layer function, written top to bottom in the shared blocks
-// of model/forward.h. The forward pass (forward.cpp) only runs the embedding lookup, the spec's layer
-// function for each layer and the output; it never asks which architecture it runs. An encoder (bert) has
-// its own pass (encoder.cpp).
+// arch_qwen3moe.cpp, arch_phi3.cpp, arch_gemma3.cpp, arch_bert.cpp) and fills an ArchSpec: its own
+// hyper-parameter keys, how its layers' tensors bind, and for a decoder its layer function, written top to
+// bottom in the shared blocks of model/forward.h. The forward pass (forward.cpp) only runs the embedding
+// lookup, the spec's layer function for each layer and the output; it never asks which architecture it runs.
+// An encoder (bert) has its own pass (encoder.cpp).
 // How to add an architecture: docs/decisions/0016-a-layer-function-per-architecture.md.
 #pragma once
 
@@ -43,6 +43,7 @@ const ArchSpec& LlamaArch();
 const ArchSpec& Qwen2Arch();
 const ArchSpec& Qwen3Arch();
 const ArchSpec& Qwen3MoeArch();
+const ArchSpec& Phi3Arch();
 const ArchSpec& Gemma3Arch();
 const ArchSpec& BertArch();
 // nullptr for an architecture we do not implement.
@@ -64,6 +65,8 @@ inline constexpr const char* kOutputNorm = "output_norm.weight";
 inline constexpr const char* kOutput = "output.weight";
 inline constexpr const char* kOutputBias = "output.bias";
 inline constexpr const char* kRopeFreqs = "rope_freqs.weight";
+inline constexpr const char* kRopeFactorsShort = "rope_factors_short.weight";
+inline constexpr const char* kRopeFactorsLong = "rope_factors_long.weight";
 inline constexpr const char* kAttnNorm = "attn_norm.weight";
 inline constexpr const char* kAttnQ = "attn_q.weight";
 inline constexpr const char* kAttnK = "attn_k.weight";

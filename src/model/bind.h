@@ -17,6 +17,10 @@ Result<WeightView> BindMatrix(const gguf::File& f, const std::string& name, int6
 // The n_expert matrices [n_in -> n_out] of a 3-D tensor (GGUF dims [n_in, n_out, n_expert]), viewed in place.
 Result<std::vector<WeightView>> BindExpertMatrices(const gguf::File& f, const std::string& name, int64_t n_in,
                                                    int64_t n_out, int64_t n_expert);
+// A matrix [n_in -> sum(parts)] viewed in place as consecutive row ranges, one view per part (a fused
+// attn_qkv: q, k, v; phi3's ffn_up: gate, up).
+Result<std::vector<WeightView>> BindFusedRows(const gguf::File& f, const std::string& name, int64_t n_in,
+                                              const std::vector<int64_t>& parts);
 // Decodes a small vector tensor [n] to f32; empty when optional and absent.
 Result<std::vector<float>> BindVector(const gguf::File& f, const std::string& name, int64_t n, bool optional);
 // The attention projections of layer il, every architecture alike: q/k/v/output with optional biases.

@@ -35,6 +35,8 @@ class Forward {
   // [n_kv] (n_q = n_head * head_dim, n_kv = n_head_kv * head_dim); attn [n_q]; o a sublayer's output
   // [n_embd]; gate and up [n_ff].
   const Model& model() const { return model_; }
+  // Cells per slot of the cache it runs on (LongRoPE chooses its factors by it).
+  int32_t n_ctx_slot() const { return kv_.config().n_ctx_slot; }
   // h = RmsNorm(x) * w
   void NormInput(const std::vector<float>& w);
   // q, k, v = h . Wq, Wk, Wv (+ their biases)

@@ -71,6 +71,23 @@ Result<std::vector<WeightView>> BindExpertMatrices(const gguf::File& f, const st
   return experts;
 }
 
+Result<std::vector<WeightView>> BindFusedRows(const gguf::File& f, const std::string& name, int64_t n_in,
+                                              const std::vector<int64_t>& parts) {
+  int64_t n_out = 0;
+  for (int64_t p : parts) n_out += p;
+  LS_ASSIGN_OR_RETURN(WeightView whole, BindMatrix(f, name, n_in, n_out));
+  std::vector<WeightView> views;
+  int64_t row = 0;
+  for (int64_t p : parts) {
+    WeightView v = whole;
+    v.data = whole.row(row);
+    v.n_out = p;
+    views.push_back(v);
+    row += p;
+  }
+  return views;
+}
+
 Result<std::vector<float>> BindVector(const gguf::File& f, const std::string& name, int64_t n, bool optional) {
   LS_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, FindShaped(f, name, n, 1, optional));
   std::vector<float> v;
@@ -84,6 +101,10 @@ Result<std::vector<float>> BindVector(const gguf::File& f, const std::string& na
 Status BindAttention(const gguf::File& f, const HParams& hp, int il, LayerWeights* l) {
   const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
   auto name = [il](const char* s) { return tn::Blk(il, s); };
+  if (f.FindTensor(name(tn::kAttnQkv))) {
+    return Unimplemented("model: " + f.path() + ": a fused '" + name(tn::kAttnQkv) + "' is not supported for " +
+                         hp.arch);
+  }
   LS_ASSIGN_OR_RETURN(l->wq, BindMatrix(f, name(tn::kAttnQ), n_embd, n_q));
   LS_ASSIGN_OR_RETURN(l->wk, BindMatrix(f, name(tn::kAttnK), n_embd, n_kv));
   LS_ASSIGN_OR_RETURN(l->wv, BindMatrix(f, name(tn::kAttnV), n_embd, n_kv));
@@ -127,7 +148,7 @@ namespace {
 
 // Every architecture this engine implements (arch_*.cpp).
 std::vector<const ArchSpec*> AllArchs() {
-  return {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &Qwen3MoeArch(), &Gemma3Arch(), &BertArch()};
+  return {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &Qwen3MoeArch(), &Phi3Arch(), &Gemma3Arch(), &BertArch()};
 }
 
 }  // namespace
@@ -326,9 +347,9 @@ Status Model::ReadHParams() {
   }
   LS_ASSIGN_OR_RETURN(hp_.rope_freq_base, f.GetF32Or(a + "rope.freq_base", 10000.0f));
   LS_ASSIGN_OR_RETURN(uint32_t n_rot, f.GetU32Or(a + "rope.dimension_count", key_len));
-  if (n_rot != key_len) {
-    return Unimplemented("model: " + f.path() + ": rope.dimension_count " + std::to_string(n_rot) +
-                         " differs from head_dim " + std::to_string(key_len));
+  if (n_rot == 0 || n_rot % 2 != 0 || n_rot > key_len) {  // the first n_rot dims of a head rotate, in pairs
+    return Corrupt("model: " + f.path() + ": " + a + "rope.dimension_count is " + std::to_string(n_rot) +
+                   ", expected an even count in 2..head_dim (" + std::to_string(key_len) + ")");
   }
   // Linear RoPE scaling: freq_scale = 1 / factor.
   float factor = 0;
@@ -379,8 +400,11 @@ Status Model::BindWeights() {
   }
   LS_ASSIGN_OR_RETURN(output_bias_, BindVector(f, tn::kOutputBias, hp_.n_vocab, true));
   LS_ASSIGN_OR_RETURN(rope_freqs_, BindVector(f, tn::kRopeFreqs, hp_.n_rot / 2, true));
-  if (f.FindTensor(tn::Blk(0, tn::kAttnQkv))) {
-    return Unimplemented("model: " + f.path() + ": fused attn_qkv tensors are not supported yet");
+  LS_ASSIGN_OR_RETURN(rope_factors_short_, BindVector(f, tn::kRopeFactorsShort, hp_.n_rot / 2, true));
+  LS_ASSIGN_OR_RETURN(rope_factors_long_, BindVector(f, tn::kRopeFactorsLong, hp_.n_rot / 2, true));
+  if (rope_factors_short_.empty() != rope_factors_long_.empty()) {
+    return Corrupt("model: " + f.path() + ": '" + tn::kRopeFactorsShort + "' and '" + tn::kRopeFactorsLong +
+                   "' come together");
   }
 
   layers_.resize(hp_.n_layer);

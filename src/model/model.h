@@ -45,6 +45,10 @@ struct HParams {
   float embd_scale = 1.0f;           // input embeddings are multiplied by it (gemma: sqrt(n_embd))
   float attn_q_scale = 1.0f;         // gemma3: q *= it after RoPE, and attention scales by 1
   float final_logit_softcap = 0.0f;  // logits = c * tanh(logits / c) when > 0
+  // LongRoPE (phi3): a slot of more than n_ctx_orig cells rotates with the long factors, else the short ones;
+  // attn_factor multiplies the rotated dims' cos and sin.
+  int32_t n_ctx_orig = 0;
+  float rope_attn_factor = 1.0f;
   // Mixture of experts (qwen3moe): experts per layer, those each token is routed to, one expert's FFN width.
   int32_t n_expert = 0;
   int32_t n_expert_used = 0;
@@ -111,6 +115,11 @@ class Model {
   const WeightView& output() const { return output_; }  // token_embd when tied
   const std::vector<float>& output_bias() const { return output_bias_; }
   const std::vector<float>& rope_freqs() const { return rope_freqs_; }
+  // LongRoPE's factors [n_rot / 2] (phi3; empty when the file has none): for slots of more cells than
+  // hparams().n_ctx_orig, the long ones.
+  const std::vector<float>& rope_factors(bool long_context) const {
+    return long_context ? rope_factors_long_ : rope_factors_short_;
+  }
   // bert inputs: learned positions [n_embd, n_ctx_train], token types [n_embd, n_types], their LayerNorm.
   const WeightView& position_embd() const { return position_embd_; }
   const WeightView& token_types() const { return token_types_; }
@@ -144,7 +153,7 @@ class Model {
   const ArchSpec* arch_ = nullptr;
   HParams hp_;
   WeightView token_embd_, output_;
-  std::vector<float> output_norm_, output_bias_, rope_freqs_;
+  std::vector<float> output_norm_, output_bias_, rope_freqs_, rope_factors_short_, rope_factors_long_;
   WeightView position_embd_, token_types_;
   std::vector<float> token_embd_norm_, token_embd_norm_b_;
   ClassifierWeights classifier_;

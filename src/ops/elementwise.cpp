@@ -102,8 +102,8 @@ void RopeAngles(const RopeParams& p, int32_t pos, float* cos_out, float* sin_out
   for (int i = 0; i < p.n_rot / 2; ++i) {
     float theta = theta_base * p.freq_scale;
     if (p.freq_factors) theta /= p.freq_factors[i];
-    cos_out[i] = std::cos(theta);
-    sin_out[i] = std::sin(theta);
+    cos_out[i] = std::cos(theta) * p.attn_factor;
+    sin_out[i] = std::sin(theta) * p.attn_factor;
     theta_base *= theta_scale;
   }
 }

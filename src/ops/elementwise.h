@@ -26,6 +26,7 @@ struct RopeParams {
   float freq_base = 10000;  // theta_i = pos * base^(-2i/n_rot)
   float freq_scale = 1;     // linear scaling: theta *= freq_scale
   const float* freq_factors = nullptr;  // optional [n_rot/2]: theta_i /= factor[i]
+  float attn_factor = 1;                // cos and sin are multiplied by it (LongRoPE's attention factor)
 };
 
 // cos/sin of theta_i for one position: [n_rot/2] each.

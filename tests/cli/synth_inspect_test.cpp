@@ -209,6 +209,34 @@ TEST_F(SynthInspect, Qwen3MoeHasItsExpertsAndBenches) {
   EXPECT_NE(Run("synth --arch qwen3moe --n-expert 4 --n-expert-used 5 -o " + Path("bad.gguf")).rc, 0);
 }
 
+// phi3: the fused attn_qkv and ffn_up, partial rotary with LongRoPE's factors and keys, and a file that loads
+// and benches.
+TEST_F(SynthInspect, Phi3HasFusedTensorsAndLongRopeAndBenches) {
+  const std::string out = Path("phi3.gguf");
+  RunResult r = Run("synth --arch phi3 --type q8_0 --n-layer 2 --n-vocab 300 --n-ff 512 --n-rot 48 --n-ctx 16384 -o " +
+                    out);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto f = Open(out);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(*f->GetU32("phi3.rope.dimension_count"), 48u);
+  EXPECT_EQ(*f->GetU32("phi3.rope.scaling.original_context_length"), 4096u);
+  EXPECT_NEAR(*f->GetF32("phi3.rope.scaling.attn_factor"), 1.0801234f, 1e-6f);  // sqrt(1 + ln 4 / ln 4096)
+  const gguf::TensorInfo* qkv = f->FindTensor("blk.1.attn_qkv.weight");
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->ne[1], (4 + 2 + 2) * 64);
+  const gguf::TensorInfo* up = f->FindTensor("blk.1.ffn_up.weight");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->ne[1], 2 * 512);
+  const gguf::TensorInfo* factors = f->FindTensor("rope_factors_long.weight");
+  ASSERT_NE(factors, nullptr);
+  EXPECT_EQ(factors->ne[0], 24);
+  EXPECT_EQ(f->FindTensor("blk.0.attn_q.weight"), nullptr);
+  r = Run("bench -m " + out + " -p 16 -n 4 -r 2 --no-bandwidth");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("tg4"), std::string::npos) << r.out;
+  EXPECT_NE(Run("synth --arch phi3 --n-rot 65 -o " + Path("bad.gguf")).rc, 0);
+}
+
 TEST_F(SynthInspect, WeightsHaveSaneMagnitudes) {
   const std::string out = Path("f32.gguf");
   ASSERT_EQ(Run("synth --arch qwen3 --type f32 --n-layer 1 --n-vocab 300 -o " + out).rc, 0);

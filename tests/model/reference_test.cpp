@@ -31,7 +31,8 @@ const char* kModels[] = {
     "qwen2-tiny-q4_k_m", "qwen3-tiny-f32",   "qwen3-tiny-f16",      "qwen3-tiny-bf16",   "qwen3-tiny-q8_0",
     "qwen3-tiny-q4_0",  "qwen3-tiny-q4_k_m", "qwen3-tiny-q5_k_m",   "qwen3-tiny-q6_k",   "qwen3-hd128-f32",
     "qwen3-hd128-q8_0", "qwen3-vocab-tiny-q8_0", "gemma3-tiny-f32",    "gemma3-tiny-q8_0",
-    "qwen3moe-tiny-f32", "qwen3moe-tiny-q8_0", "qwen3moe-tiny-q4_k_m",
+    "qwen3moe-tiny-f32", "qwen3moe-tiny-q8_0", "qwen3moe-tiny-q4_k_m", "phi3-tiny-f32", "phi3-tiny-q8_0",
+    "phi3-tiny-q4_k_m",
 };
 
 enum class Precision { kF32, kHalf, kQuantized };

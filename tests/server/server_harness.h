@@ -331,6 +331,7 @@ inline void ExpectServerGreedyMatchesReference(const char* model, const std::str
     HttpResult r = srv->Post("/completion", {{"prompt", g["prompt"]},
                                              {"n_predict", expect.size()},
                                              {"temperature", 0},
+                                             {"ignore_eos", true},  // the references decode past EOS
                                              {"return_tokens", true},
                                              {"cache_prompt", false}});
     ASSERT_EQ(r.status, 200) << r.body;

@@ -336,10 +336,11 @@ TEST(ServerRouter, MemoryBudgetHoldsWhileThreeModelsGenerate) {
   });
   std::vector<std::thread> clients;
   std::vector<json> results(9);
+  // 640 tokens each: long enough for well over ten samples (each one a curl process) on a loaded machine.
   for (int i = 0; i < 9; ++i) {
     clients.emplace_back([&, i] {
       results[i] =
-          Complete(*srv, "q" + std::to_string(i % 3 + 1), "Once upon a time " + std::to_string(i), 400);
+          Complete(*srv, "q" + std::to_string(i % 3 + 1), "Once upon a time " + std::to_string(i), 640);
     });
   }
   for (std::thread& t : clients) t.join();
