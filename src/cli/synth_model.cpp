@@ -367,7 +367,10 @@ Status AddSynthModel(const SynthShape& s, TensorType type, uint64_t seed, gguf::
   LS_ASSIGN_OR_RETURN(uint32_t file_type, FileTypeFor(type));
   const std::string a = s.arch;
   w->SetString("general.architecture", a);
-  w->SetString("general.name", "lazyslot-synth-" + s.arch + "-" + s.name);
+  // llama.cpp gives Phi-3's special tokens their attributes when general.name contains "phi3", and fails on a
+  // vocabulary without them: a synth phi3 is named "p3".
+  w->SetString("general.name",
+               "lazyslot-synth-" + (s.arch == "phi3" ? std::string("p3") : s.arch) + "-" + s.name);
   w->SetU32("general.file_type", file_type);
   if (Traits(type).block_size > 1) w->SetU32("general.quantization_version", 2);
   w->SetU32(a + ".context_length", static_cast<uint32_t>(s.n_ctx));
