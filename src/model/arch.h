@@ -30,6 +30,9 @@ struct ArchSpec {
   // bert: a post-norm encoder with learned positions and bidirectional attention; it keeps no KV and only
   // embeds (or ranks), model/encoder.cpp.
   bool encoder = false;
+  // phi3: LongRoPE's rope_factors_short / rope_factors_long tensors are bound (Model::rope_factors); in another
+  // architecture's file they are refused rather than ignored.
+  bool long_rope = false;
   // Keys of its own after the common ones (gemma3: the window, its layer pattern, the local RoPE base);
   // nullptr when it has none.
   Status (*read_hparams)(const gguf::File& f, HParams* hp) = nullptr;

@@ -73,6 +73,7 @@ const ArchSpec& Phi3Arch() {
       .name = "phi3",
       .rope_style = RopeStyle::kNeox,
       .q_width_is_n_embd = false,
+      .long_rope = true,
       .read_hparams = ReadPhi3HParams,
       .bind_layer = BindPhi3Layer,
       .layer = Phi3Layer,

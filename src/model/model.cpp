@@ -400,6 +400,10 @@ Status Model::BindWeights() {
   }
   LS_ASSIGN_OR_RETURN(output_bias_, BindVector(f, tn::kOutputBias, hp_.n_vocab, true));
   LS_ASSIGN_OR_RETURN(rope_freqs_, BindVector(f, tn::kRopeFreqs, hp_.n_rot / 2, true));
+  if (!arch_->long_rope && (f.FindTensor(tn::kRopeFactorsShort) || f.FindTensor(tn::kRopeFactorsLong))) {
+    return Unimplemented("model: " + f.path() + ": LongRoPE factors ('" + tn::kRopeFactorsShort + "') are not " +
+                         "supported for " + hp_.arch);
+  }
   LS_ASSIGN_OR_RETURN(rope_factors_short_, BindVector(f, tn::kRopeFactorsShort, hp_.n_rot / 2, true));
   LS_ASSIGN_OR_RETURN(rope_factors_long_, BindVector(f, tn::kRopeFactorsLong, hp_.n_rot / 2, true));
   if (rope_factors_short_.empty() != rope_factors_long_.empty()) {
