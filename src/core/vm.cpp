@@ -60,44 +60,22 @@ Status AdviseNoHugePages(void* p, size_t bytes) {
   return Status::Ok();
 }
 
-Result<uint64_t> MappingFieldBytes(const void* p, const char* field) {
-  FILE* f = std::fopen("/proc/self/smaps", "r");
-  if (!f) return IoError(std::string("cannot open /proc/self/smaps: ") + std::strerror(errno));
-  const auto addr = reinterpret_cast<uintptr_t>(p);
-  const std::string format = std::string(field) + ": %llu kB";
-  char line[512];
-  bool inside = false;
-  Result<uint64_t> out = NotFound("no mapping in /proc/self/smaps contains the address");
-  while (std::fgets(line, sizeof line, f)) {
-    unsigned long long lo = 0, hi = 0, kb = 0;
-    // Mapping header lines start with "lo-hi " in hex; field lines ("Rss:   12 kB") never parse as that.
-    if (std::sscanf(line, "%llx-%llx ", &lo, &hi) == 2) {
-      inside = addr >= lo && addr < hi;
-    } else if (inside && std::sscanf(line, format.c_str(), &kb) == 1) {
-      out = static_cast<uint64_t>(kb) * 1024;
-      break;
-    }
-  }
-  std::fclose(f);
-  return out;
-}
-
-Result<uint64_t> MappingRssBytes(const void* p) { return MappingFieldBytes(p, "Rss"); }
-
-Result<uint64_t> RangeRssBytes(const void* p, size_t bytes) {
+Result<uint64_t> RangeFieldBytes(const void* p, size_t bytes, const char* field) {
   FILE* f = std::fopen("/proc/self/smaps", "r");
   if (!f) return IoError(std::string("cannot open /proc/self/smaps: ") + std::strerror(errno));
   const auto begin = reinterpret_cast<uintptr_t>(p), end = begin + bytes;
+  const std::string format = std::string(field) + ": %llu kB";
   char line[512];
   bool inside = false, any = false;
   uint64_t total = 0;
   while (std::fgets(line, sizeof line, f)) {
     unsigned long long lo = 0, hi = 0, kb = 0;
+    // Mapping header lines start with "lo-hi " in hex; field lines ("Rss:   12 kB") never parse as that.
     if (std::sscanf(line, "%llx-%llx ", &lo, &hi) == 2) {
       if (lo >= end) break;  // entries come in address order
       inside = hi > begin;
       any = any || inside;
-    } else if (inside && std::sscanf(line, "Rss: %llu kB", &kb) == 1) {
+    } else if (inside && std::sscanf(line, format.c_str(), &kb) == 1) {
       total += static_cast<uint64_t>(kb) * 1024;
     }
   }
@@ -105,6 +83,12 @@ Result<uint64_t> RangeRssBytes(const void* p, size_t bytes) {
   if (!any) return NotFound("no mapping in /proc/self/smaps overlaps the range");
   return total;
 }
+
+Result<uint64_t> MappingFieldBytes(const void* p, const char* field) { return RangeFieldBytes(p, 1, field); }
+
+Result<uint64_t> MappingRssBytes(const void* p) { return MappingFieldBytes(p, "Rss"); }
+
+Result<uint64_t> RangeRssBytes(const void* p, size_t bytes) { return RangeFieldBytes(p, bytes, "Rss"); }
 
 ProcessMemory ReadProcessMemory() {
   ProcessMemory m;

@@ -27,8 +27,9 @@ Status AdviseNoHugePages(void* p, size_t bytes);
 Result<uint64_t> MappingRssBytes(const void* p);
 // Any "Field:  N kB" line of that entry in bytes, e.g. "AnonHugePages" (the bytes on transparent huge pages).
 Result<uint64_t> MappingFieldBytes(const void* p, const char* field);
-// "Rss:" summed over every mapping that overlaps [p, p + bytes): a region the kernel keeps as several
+// A field summed over every mapping that overlaps [p, p + bytes): a region the kernel keeps as several
 // entries (a weights copy with ranges left to the file, decision 0018).
+Result<uint64_t> RangeFieldBytes(const void* p, size_t bytes, const char* field);
 Result<uint64_t> RangeRssBytes(const void* p, size_t bytes);
 
 // Process memory from /proc/self: resident set, and its anonymous and file-backed parts (bytes).

@@ -54,7 +54,7 @@ const ArchSpec* FindArch(const std::string& name);
 // "llama, qwen2, ...": the names FindArch knows, for messages.
 std::string SupportedArchNames();
 
-// The llama layer, which qwen2 shares (its q/k/v biases are optional tensors every binder takes).
+// The llama layer, which qwen2 and phi3 share (its q/k/v biases are optional tensors every binder takes).
 void LlamaLayer(Forward& f, int il, const Batch& b);
 // llama's layer tensors: the attention projections, attn_norm, ffn_norm and a SwiGLU FFN.
 Status BindLlamaLayer(const gguf::File& f, const HParams& hp, int il, LayerWeights* l);

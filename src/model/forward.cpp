@@ -128,7 +128,13 @@ RopeParams Forward::Rope(float freq_base, float freq_scale) const {
   rope.n_rot = hp.n_rot;
   rope.freq_base = freq_base;
   rope.freq_scale = freq_scale;
-  rope.freq_factors = model_.rope_freqs().empty() ? nullptr : model_.rope_freqs().data();
+  // rope_freqs, or LongRoPE's factors (phi3) for this cache's slot size: the long ones for slots of more cells
+  // than the original context, as llama.cpp chooses by its per-sequence context. A file has one kind at most.
+  const std::vector<float>& factors = !model_.rope_freqs().empty()
+                                          ? model_.rope_freqs()
+                                          : model_.rope_factors(kv_.config().n_ctx_slot > hp.n_ctx_orig);
+  rope.freq_factors = factors.empty() ? nullptr : factors.data();
+  rope.attn_factor = hp.rope_attn_factor;
   return rope;
 }
 

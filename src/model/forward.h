@@ -35,8 +35,6 @@ class Forward {
   // [n_kv] (n_q = n_head * head_dim, n_kv = n_head_kv * head_dim); attn [n_q]; o a sublayer's output
   // [n_embd]; gate and up [n_ff].
   const Model& model() const { return model_; }
-  // Cells per slot of the cache it runs on (LongRoPE chooses its factors by it).
-  int32_t n_ctx_slot() const { return kv_.config().n_ctx_slot; }
   // h = RmsNorm(x) * w
   void NormInput(const std::vector<float>& w);
   // q, k, v = h . Wq, Wk, Wv (+ their biases)
@@ -73,7 +71,8 @@ class Forward {
   // The reference tests replay a near tie of two experts the other way with it; nullptr: none.
   using RouteHook = std::function<void(int il, int64_t row, const float* logits, int32_t* ids, float* weights)>;
   void SetRouteHook(RouteHook hook) { route_hook_ = std::move(hook); }
-  // The model's RoPE for a layer of the given base and scale.
+  // The model's RoPE for a layer of the given base and scale: its frequency factors (rope_freqs, or LongRoPE's
+  // for this cache's slot size) and attention factor.
   RopeParams Rope(float freq_base, float freq_scale) const;
 
  private:

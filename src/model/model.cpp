@@ -43,31 +43,30 @@ Result<const gguf::TensorInfo*> FindShaped(const gguf::File& f, const std::strin
   return t;
 }
 
+// A view of tensor t's rows as a matrix [n_in -> n_out], from its first row.
+WeightView MatrixView(const gguf::File& f, const gguf::TensorInfo& t, int64_t n_in, int64_t n_out) {
+  WeightView w;
+  w.type = t.type;
+  w.data = f.TensorData(t);
+  w.n_in = n_in;
+  w.n_out = n_out;
+  w.row_bytes = t.row_bytes();
+  return w;
+}
+
 }  // namespace
 
 Result<WeightView> BindMatrix(const gguf::File& f, const std::string& name, int64_t n_in, int64_t n_out) {
   LS_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, FindShaped(f, name, n_in, n_out, false));
-  WeightView w;
-  w.type = t->type;
-  w.data = f.TensorData(*t);
-  w.n_in = n_in;
-  w.n_out = n_out;
-  w.row_bytes = t->row_bytes();
-  return w;
+  return MatrixView(f, *t, n_in, n_out);
 }
 
 Result<std::vector<WeightView>> BindExpertMatrices(const gguf::File& f, const std::string& name, int64_t n_in,
                                                    int64_t n_out, int64_t n_expert) {
   LS_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, FindShaped(f, name, n_in, n_out, false, n_expert));
-  std::vector<WeightView> experts(n_expert);
-  for (int64_t e = 0; e < n_expert; ++e) {
-    WeightView& w = experts[e];
-    w.type = t->type;
-    w.row_bytes = t->row_bytes();
-    w.data = f.TensorData(*t) + static_cast<size_t>(e) * static_cast<size_t>(n_out) * w.row_bytes;
-    w.n_in = n_in;
-    w.n_out = n_out;
-  }
+  const WeightView first = MatrixView(f, *t, n_in, n_out);
+  std::vector<WeightView> experts(n_expert, first);
+  for (int64_t e = 0; e < n_expert; ++e) experts[e].data = first.row(e * n_out);
   return experts;
 }
 

@@ -18,12 +18,12 @@
 namespace lazyslot::testing {
 
 struct ModelVariant {
-  std::function<void(gguf::Writer&)> edit;  // applied after the source's metadata is copied
-  std::string drop_tensor;
-  std::string drop_key;
+  std::function<void(gguf::Writer&)> edit = {};  // applied after the source's metadata is copied
+  std::string drop_tensor = {};
+  std::string drop_key = {};
   // This tensor gets dims `reshape_ne` and the first bytes of its data (as many as the new shape holds).
-  std::string reshape_tensor;
-  std::vector<int64_t> reshape_ne;
+  std::string reshape_tensor = {};
+  std::vector<int64_t> reshape_ne = {};
 };
 
 // Writes ../shared/`shared_model` changed by `v` as TempDir()/model_variant/<name>.gguf; returns its path.
@@ -35,7 +35,9 @@ inline std::string WriteModelVariant(const std::string& shared_model, const std:
   const gguf::File& f = **src;
   gguf::Writer w;
   for (const gguf::KeyValue& kv : f.metadata()) {
-    if (kv.key != v.drop_key) EXPECT_TRUE(w.CopyKv(kv.value, kv.key).ok());
+    if (kv.key != v.drop_key) {
+      EXPECT_TRUE(w.CopyKv(kv.value, kv.key).ok());
+    }
   }
   if (v.edit) v.edit(w);
   for (const gguf::TensorInfo& t : f.tensors()) {
