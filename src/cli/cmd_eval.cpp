@@ -1,5 +1,6 @@
 // `lazyslot eval`: runs token ids through the model and prints JSON in the format of ../shared/reference:
-// logits per position, a greedy continuation, or a pooled embedding. The numerics tests use the same path.
+// logits per position, a greedy continuation, or a pooled embedding (an encoder's only output). The numerics
+// tests use the same path.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "engine/pooling.h"
 #include "engine/sampler.h"
 #include "kv/kv_cache.h"
+#include "model/encoder.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "ops/elementwise.h"
@@ -44,6 +46,20 @@ Result<std::vector<int32_t>> ParseTokens(const std::string& s) {
   return ids;
 }
 
+// {"pooling", "tokens", "embedding"}: the hidden rows pooled and L2-normalised, as ../shared/reference stores
+// embeddings (the engine returns them raw).
+nlohmann::json EmbeddingJson(const std::string& name, PoolingType pooling, const std::vector<int32_t>& tokens,
+                             const ForwardOutput& out, int64_t n_embd) {
+  nlohmann::json j;
+  j["pooling"] = name;
+  j["tokens"] = tokens;
+  std::vector<float> v =
+      PoolEmbedding(pooling, out.hidden.data(), static_cast<int64_t>(out.hidden_rows.size()), n_embd);
+  L2Normalize(v.data(), n_embd);
+  j["embedding"] = std::move(v);
+  return j;
+}
+
 Result<nlohmann::json> Eval(const EvalOptions& o) {
   LS_ASSIGN_OR_RETURN(std::vector<int32_t> tokens, ParseTokens(o.tokens));
   PoolingType pooling = PoolingType::kNone;
@@ -51,12 +67,20 @@ Result<nlohmann::json> Eval(const EvalOptions& o) {
     return InvalidArgument("--embed must be mean, last or cls, got '" + o.embed + "'");
   }
   LS_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Load(o.model, {.threads = o.threads}));
-  if (model->arch().encoder) {
-    return Unimplemented(o.model + " is an encoder (" + model->hparams().arch +
-                         "), which this command cannot run: serve it with --embeddings or --rerank "
-                         "(bench/embed_side_by_side.sh measures it)");
-  }
   const HParams& hp = model->hparams();
+  if (model->arch().encoder) {
+    if (pooling == PoolingType::kNone) {
+      return InvalidArgument(o.model + " is an encoder (" + hp.arch + "): it gives embeddings (--embed " +
+                             "mean|cls), not logits or greedy ids");
+    }
+    ThreadPool pool(o.threads);
+    Encoder enc(*model, pool);
+    Batch batch;
+    for (size_t i = 0; i < tokens.size(); ++i) batch.Add(tokens[i], static_cast<int32_t>(i), 0, Batch::kHidden);
+    ForwardOutput out;
+    LS_RETURN_IF_ERROR(enc.Run(batch, &out));
+    return EmbeddingJson(o.embed, pooling, tokens, out, hp.n_embd);
+  }
   KvConfig kc;
   kc.n_layer = hp.n_layer;
   kc.n_slot = 1;
@@ -77,17 +101,8 @@ Result<nlohmann::json> Eval(const EvalOptions& o) {
   ForwardOutput out;
   LS_RETURN_IF_ERROR(fwd.Run(batch, &out));
 
+  if (embed) return EmbeddingJson(o.embed, pooling, tokens, out, hp.n_embd);
   nlohmann::json j;
-  if (embed) {
-    j["pooling"] = o.embed;
-    j["tokens"] = tokens;
-    // L2-normalised, as ../shared/reference stores embeddings (the engine returns them raw).
-    std::vector<float> v =
-        PoolEmbedding(pooling, out.hidden.data(), static_cast<int64_t>(out.hidden_rows.size()), hp.n_embd);
-    L2Normalize(v.data(), hp.n_embd);
-    j["embedding"] = std::move(v);
-    return j;
-  }
   if (o.greedy > 0) {
     std::vector<int32_t> greedy;
     int32_t pos = static_cast<int32_t>(tokens.size());

@@ -1,6 +1,6 @@
-// `lazyslot synth`: writes a random-weight GGUF (llama, qwen2, qwen3, qwen3moe, phi3, gemma3 or bert) that
-// both lazyslot and llama.cpp load, with a synthetic byte-level BPE vocabulary or the tokenizer copied from
-// another GGUF.
+// `lazyslot synth`: writes a random-weight GGUF (llama, qwen2, qwen3, qwen3moe, phi3, gemma3, bert or
+// nomic-bert) that both lazyslot and llama.cpp load, with a synthetic byte-level BPE vocabulary or the
+// tokenizer copied from another GGUF.
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +20,7 @@ namespace {
 
 struct SynthOptions {
   std::string arch = "qwen3";
+  bool arch_given = false;  // --arch was on the command line (not its default)
   std::string preset;
   std::string type = "f32";
   uint64_t seed = 42;
@@ -35,13 +36,17 @@ struct SynthOptions {
 
 Status BuildShape(const SynthOptions& o, SynthShape* s) {
   s->arch = o.arch;
-  const std::string preset = !o.preset.empty() ? o.preset : o.arch == "bert" ? "bge-small" : "tiny";
+  const std::string preset = !o.preset.empty()        ? o.preset
+                             : o.arch == "bert"       ? "bge-small"
+                             : o.arch == "nomic-bert" ? "nomic-embed"
+                                                      : "tiny";
   if (!ApplyPreset(preset, s)) {
     return InvalidArgument(
-        "--preset must be tiny, qwen3-0.6b, gemma3-1b, qwen3moe-a3b, phi4-mini or bge-small, got '" + o.preset +
-        "'");
+        "--preset must be tiny, qwen3-0.6b, gemma3-1b, qwen3moe-a3b, phi4-mini, bge-small or nomic-embed, got '" +
+        o.preset + "'");
   }
-  if ((s->arch == "bert") != (o.arch == "bert") && o.arch != "qwen3") {
+  // A preset of another architecture brings its own; with --arch given, the two must agree.
+  if (s->arch != o.arch && o.arch_given) {
     return InvalidArgument("--preset " + preset + " is a " + s->arch + ", not a " + o.arch);
   }
   if (o.arch == "llama" && o.rope_base == 0) s->rope_base = 10000.0f;
@@ -127,14 +132,18 @@ void AddSynthCommand(CLI::App& root, int* exit_code) {
   auto o = std::make_shared<SynthOptions>();
   CLI::App* sub =
       root.add_subcommand("synth", "Write a random-weight GGUF model (for demos, tests and benchmarks)");
-  sub->add_option("--arch", o->arch, "Architecture: llama, qwen2, qwen3, qwen3moe, phi3, gemma3 or bert")
-      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma3", "bert"}))
-      ->capture_default_str();
+  CLI::Option* arch =
+      sub->add_option("--arch", o->arch,
+                      "Architecture: llama, qwen2, qwen3, qwen3moe, phi3, gemma3, bert or nomic-bert")
+          ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma3", "bert", "nomic-bert"}))
+          ->capture_default_str();
   sub->add_option(
          "--preset", o->preset,
          "Shape preset: tiny (default), qwen3-0.6b, gemma3-1b, qwen3moe-a3b (Qwen3-30B-A3B's layers, 12 of "
-         "48), phi4-mini or bge-small (a bert; the default for --arch bert)")
-      ->check(CLI::IsMember({"tiny", "qwen3-0.6b", "gemma3-1b", "qwen3moe-a3b", "phi4-mini", "bge-small"}));
+         "48), phi4-mini (a phi3), bge-small (a bert; the default for --arch bert) or nomic-embed (a nomic-bert; "
+         "the default for --arch nomic-bert)")
+      ->check(CLI::IsMember({"tiny", "qwen3-0.6b", "gemma3-1b", "qwen3moe-a3b", "phi4-mini", "bge-small",
+                             "nomic-embed"}));
   sub->add_option("--type", o->type, "Weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k")
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "Seed of the deterministic weights")->capture_default_str();
@@ -158,7 +167,8 @@ void AddSynthCommand(CLI::App& root, int* exit_code) {
   sub->add_option("--n-rot", o->n_rot, "Rotated dims per head (partial rotary; default: all of --head-dim)");
   auto* tied = sub->add_flag("--tied", o->tied, "Tie the output head to token_embd (no output.weight)");
   sub->add_flag("--untied", o->untied, "Write a separate output.weight")->excludes(tied);
-  sub->callback([o, exit_code] {
+  sub->callback([o, exit_code, arch] {
+    o->arch_given = arch->count() > 0;
     Status s = RunSynth(*o);
     if (!s.ok()) {
       std::fprintf(stderr, "lazyslot synth: error: %s\n", s.message().c_str());

@@ -126,8 +126,33 @@ std::vector<TensorPlan> PlanPhi3Tensors(const SynthShape& s) {
   return p;
 }
 
+// nomic-bert (arch_nomic_bert.cpp): no position embeddings (RoPE), one fused attn_qkv, a SwiGLU FFN, no
+// biases on matrices; token types and LayerNorms (with biases) as bert.
+std::vector<TensorPlan> PlanNomicBertTensors(const SynthShape& s) {
+  const int64_t q_dim = s.n_head * s.head_dim;
+  std::vector<TensorPlan> p;
+  p.push_back({"token_embd.weight", s.n_embd, s.n_vocab, true, Init::kMatrix});
+  p.push_back({"token_types.weight", s.n_embd, 2, false, Init::kMatrix});
+  p.push_back({"token_embd_norm.weight", s.n_embd, 0, false, Init::kNorm});
+  p.push_back({"token_embd_norm.bias", s.n_embd, 0, false, Init::kBias});
+  for (int64_t il = 0; il < s.n_layer; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".";
+    p.push_back({b + "attn_qkv.weight", s.n_embd, 3 * q_dim, true, Init::kMatrix});
+    p.push_back({b + "attn_output.weight", q_dim, s.n_embd, true, Init::kMatrix});
+    p.push_back({b + "attn_output_norm.weight", s.n_embd, 0, false, Init::kNorm});
+    p.push_back({b + "attn_output_norm.bias", s.n_embd, 0, false, Init::kBias});
+    p.push_back({b + "ffn_gate.weight", s.n_embd, s.n_ff, true, Init::kMatrix});
+    p.push_back({b + "ffn_up.weight", s.n_embd, s.n_ff, true, Init::kMatrix});
+    p.push_back({b + "ffn_down.weight", s.n_ff, s.n_embd, true, Init::kMatrix});
+    p.push_back({b + "layer_output_norm.weight", s.n_embd, 0, false, Init::kNorm});
+    p.push_back({b + "layer_output_norm.bias", s.n_embd, 0, false, Init::kBias});
+  }
+  return p;
+}
+
 std::vector<TensorPlan> PlanTensors(const SynthShape& s) {
   if (s.arch == "bert") return PlanBertTensors(s);
+  if (s.arch == "nomic-bert") return PlanNomicBertTensors(s);
   if (s.arch == "phi3") return PlanPhi3Tensors(s);
   const int64_t q_dim = s.n_head * s.head_dim;
   const int64_t kv_dim = s.n_head_kv * s.head_dim;
@@ -197,6 +222,22 @@ bool ApplyPreset(const std::string& preset, SynthShape* s) {
     s->n_ff = 1536;
     s->n_vocab = 30522;
     s->n_ctx = 512;
+    s->eps = 1e-12f;
+    s->tied = true;
+    return true;
+  }
+  if (preset == "nomic-embed") {  // nomic-ai/nomic-embed-text-v1.5's shape (nomic-bert, mean pooling)
+    s->arch = "nomic-bert";
+    s->name = "nomic-embed";
+    s->n_embd = 768;
+    s->n_layer = 12;
+    s->n_head = 12;
+    s->n_head_kv = 12;
+    s->head_dim = 64;
+    s->n_ff = 3072;
+    s->n_vocab = 30522;
+    s->n_ctx = 2048;
+    s->rope_base = 1000.0f;
     s->eps = 1e-12f;
     s->tied = true;
     return true;
@@ -275,9 +316,9 @@ bool ApplyPreset(const std::string& preset, SynthShape* s) {
 
 Status ValidateSynth(const SynthShape& s, TensorType type) {
   if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3moe" && s.arch != "phi3" &&
-      s.arch != "gemma3" && s.arch != "bert") {
-    return InvalidArgument("--arch must be llama, qwen2, qwen3, qwen3moe, phi3, gemma3 or bert, got '" + s.arch +
-                           "'");
+      s.arch != "gemma3" && !IsEncoderArch(s.arch)) {
+    return InvalidArgument("--arch must be llama, qwen2, qwen3, qwen3moe, phi3, gemma3, bert or nomic-bert, got '" +
+                           s.arch + "'");
   }
   if (s.n_rot < 0 || s.n_rot % 2 != 0 || s.n_rot > s.head_dim || (s.n_rot > 0 && s.arch == "bert")) {
     return InvalidArgument("--n-rot must be even and at most --head-dim (" + std::to_string(s.head_dim) +
@@ -296,8 +337,8 @@ Status ValidateSynth(const SynthShape& s, TensorType type) {
     return InvalidArgument("gemma3 needs --sliding-window in 1..n_ctx (" + std::to_string(s.n_ctx) + "), got " +
                            std::to_string(s.sliding_window));
   }
-  if (s.arch == "bert" && s.n_head_kv != s.n_head) {
-    return InvalidArgument("bert has as many kv heads as heads (--n-head-kv " + std::to_string(s.n_head_kv) +
+  if (IsEncoderArch(s.arch) && s.n_head_kv != s.n_head) {
+    return InvalidArgument(s.arch + " has as many kv heads as heads (--n-head-kv " + std::to_string(s.n_head_kv) +
                            ", --n-head " + std::to_string(s.n_head) + ")");
   }
   const std::pair<const char*, int64_t> sizes[] = {{"--n-embd", s.n_embd},     {"--n-layer", s.n_layer},
@@ -314,7 +355,7 @@ Status ValidateSynth(const SynthShape& s, TensorType type) {
                            std::to_string(s.n_head_kv) + ")");
   }
   if (s.head_dim % 2 != 0) return InvalidArgument("--head-dim must be even (RoPE rotates pairs)");
-  if ((s.arch == "qwen2" || s.arch == "bert") && s.n_head * s.head_dim != s.n_embd) {
+  if ((s.arch == "qwen2" || IsEncoderArch(s.arch)) && s.n_head * s.head_dim != s.n_embd) {
     return InvalidArgument(s.arch + " needs n_head * head_dim == n_embd (" + std::to_string(s.n_head) +
                            " * " + std::to_string(s.head_dim) + " != " + std::to_string(s.n_embd) + ")");
   }
@@ -381,14 +422,18 @@ Status AddSynthModel(const SynthShape& s, TensorType type, uint64_t seed, gguf::
   w->SetU32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
   w->SetU32(a + ".attention.key_length", static_cast<uint32_t>(s.head_dim));
   w->SetU32(a + ".attention.value_length", static_cast<uint32_t>(s.head_dim));
-  if (s.arch == "bert") {
+  if (IsEncoderArch(s.arch)) {
     w->SetF32(a + ".attention.layer_norm_epsilon", s.eps);
     w->SetBool(a + ".attention.causal", false);
-    w->SetU32(a + ".pooling_type", 2);  // cls, as bge
+    w->SetU32(a + ".pooling_type", s.arch == "bert" ? 2 : 1);  // cls as bge, mean as nomic-embed-text
   } else {
     w->SetF32(a + ".attention.layer_norm_rms_epsilon", s.eps);
     w->SetF32(a + ".rope.freq_base", s.rope_base);
     w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(s.n_rot > 0 ? s.n_rot : s.head_dim));
+  }
+  if (s.arch == "nomic-bert") {  // NEOX RoPE over all of each head, as nomic-embed-text's converted files
+    w->SetF32(a + ".rope.freq_base", s.rope_base);
+    if (s.n_rot > 0) w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(s.n_rot));
   }
   if (s.arch == "phi3") {  // LongRoPE: the short factors up to n_ctx_orig cells a sequence, the long ones beyond
     w->SetU32(a + ".rope.scaling.original_context_length", static_cast<uint32_t>(s.n_ctx_orig));

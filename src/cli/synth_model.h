@@ -12,7 +12,7 @@
 namespace lazyslot::cli {
 
 struct SynthShape {
-  std::string arch = "qwen3";  // llama | qwen2 | qwen3 | qwen3moe | phi3 | gemma3 | bert
+  std::string arch = "qwen3";  // llama | qwen2 | qwen3 | qwen3moe | phi3 | gemma3 | bert | nomic-bert
   std::string name = "tiny";   // preset name, for general.name
   int64_t n_embd = 256;
   int64_t n_layer = 4;
@@ -37,8 +37,11 @@ struct SynthShape {
 };
 
 // Fills `shape` from a preset name ("tiny", "qwen3-0.6b", "gemma3-1b", "qwen3moe-a3b", "phi4-mini",
-// "bge-small": a bert); false if unknown.
+// "bge-small": a bert, "nomic-embed": a nomic-bert); false if unknown.
 bool ApplyPreset(const std::string& preset, SynthShape* shape);
+
+// bert and nomic-bert: encoders (LayerNorm, no output head, bidirectional).
+inline bool IsEncoderArch(const std::string& arch) { return arch == "bert" || arch == "nomic-bert"; }
 
 // Checks the shape for `type` (positive sizes, GQA divisibility, row lengths multiple of the block size).
 Status ValidateSynth(const SynthShape& shape, TensorType type);

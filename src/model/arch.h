@@ -1,10 +1,10 @@
 // What distinguishes the supported architectures, and the GGUF tensor/key names in one table.
 // Each architecture lives in its own file (arch_llama.cpp, arch_qwen2.cpp, arch_qwen3.cpp,
-// arch_qwen3moe.cpp, arch_phi3.cpp, arch_gemma3.cpp, arch_bert.cpp) and fills an ArchSpec: its own
-// hyper-parameter keys, how its layers' tensors bind, and for a decoder its layer function, written top to
-// bottom in the shared blocks of model/forward.h. The forward pass (forward.cpp) only runs the embedding
-// lookup, the spec's layer function for each layer and the output; it never asks which architecture it runs.
-// An encoder (bert) has its own pass (encoder.cpp).
+// arch_qwen3moe.cpp, arch_phi3.cpp, arch_gemma3.cpp, arch_bert.cpp, arch_nomic_bert.cpp) and fills an
+// ArchSpec: its own hyper-parameter keys, how its layers' tensors bind, and its layer function, written top
+// to bottom in the shared blocks of model/forward.h (a decoder) or model/encoder.h (an encoder). The passes
+// (forward.cpp, encoder.cpp) only run the embedding lookup, the spec's layer function for each layer and the
+// output; they never ask which architecture they run.
 // How to add an architecture: docs/decisions/0016-a-layer-function-per-architecture.md.
 #pragma once
 
@@ -22,14 +22,17 @@ struct HParams;
 struct LayerWeights;
 struct Batch;
 class Forward;
+class Encoder;
 
 struct ArchSpec {
   const char* name;         // general.architecture
   RopeStyle rope_style;     // llama: adjacent pairs; qwen, gemma: NEOX halves
   bool q_width_is_n_embd;   // qwen2 requires attn_q to be [n_embd, n_embd]
-  // bert: a post-norm encoder with learned positions and bidirectional attention; it keeps no KV and only
-  // embeds (or ranks), model/encoder.cpp.
+  // bert, nomic-bert: a post-norm encoder with bidirectional attention; it keeps no KV and only embeds (or
+  // ranks), model/encoder.cpp.
   bool encoder = false;
+  // bert: position_embd [n_embd, n_ctx_train] is added to the input (nomic-bert rotates q and k instead).
+  bool learned_positions = false;
   // phi3: LongRoPE's rope_factors_short / rope_factors_long tensors are bound (Model::rope_factors); in another
   // architecture's file they are refused rather than ignored.
   bool long_rope = false;
@@ -40,6 +43,8 @@ struct ArchSpec {
   Status (*bind_layer)(const gguf::File& f, const HParams& hp, int il, LayerWeights* l) = nullptr;
   // One decoder layer over the batch, in the blocks of Forward (nullptr for an encoder).
   void (*layer)(Forward& f, int il, const Batch& b) = nullptr;
+  // One encoder layer over the batch, in the blocks of Encoder (nullptr for a decoder).
+  void (*encoder_layer)(Encoder& e, int il, const Batch& b) = nullptr;
 };
 
 const ArchSpec& LlamaArch();
@@ -49,6 +54,7 @@ const ArchSpec& Qwen3MoeArch();
 const ArchSpec& Phi3Arch();
 const ArchSpec& Gemma3Arch();
 const ArchSpec& BertArch();
+const ArchSpec& NomicBertArch();
 // nullptr for an architecture we do not implement.
 const ArchSpec* FindArch(const std::string& name);
 // "llama, qwen2, ...": the names FindArch knows, for messages.

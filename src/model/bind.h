@@ -27,6 +27,9 @@ Result<std::vector<float>> BindVector(const gguf::File& f, const std::string& na
 Status BindAttention(const gguf::File& f, const HParams& hp, int il, LayerWeights* l);
 // The per-head q/k RMS norms [head_dim] (qwen3, gemma3).
 Status BindQkNorms(const gguf::File& f, const HParams& hp, int il, LayerWeights* l);
+// An encoder layer's post-norms (bert, nomic-bert): attn_output_norm and layer_output_norm, LayerNorm weight
+// and bias [n_embd].
+Status BindPostNorms(const gguf::File& f, const HParams& hp, int il, LayerWeights* l);
 // A gated FFN: gate and up [n_embd -> n_ff], down [n_ff -> n_embd], optional biases.
 Status BindGatedFfn(const gguf::File& f, const HParams& hp, int il, LayerWeights* l);
 // A mixture-of-experts FFN: the router ffn_gate_inp [n_embd -> n_expert] and the experts' gate and up

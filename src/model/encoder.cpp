@@ -1,5 +1,6 @@
-// The encoder pass (encoder.h): input embeddings, the arch's layers (arch_bert.cpp), and bidirectional
-// attention within each sequence. Shapes: n = tokens in the batch, n_q = n_head * head_dim.
+// The encoder pass (encoder.h): input embeddings, the arch's encoder layers (arch_bert.cpp,
+// arch_nomic_bert.cpp) and the blocks they are written in, bidirectional attention within each sequence among
+// them. Shapes: n = tokens in the batch, n_q = n_head * head_dim.
 #include "model/encoder.h"
 
 #include <atomic>
@@ -13,6 +14,8 @@ namespace {
 
 // Tokens of a sequence attended together: each of a head's K/V rows is read once for all of them.
 constexpr int64_t kAttnTile = 8;
+// Rows per thread before a row-wise step is split over the pool.
+constexpr int64_t kRowGrain = 4;
 
 template <typename T>
 void Grow(std::vector<T>& v, size_t n) {
@@ -53,7 +56,7 @@ Status Encoder::Split(const Batch& b) {
     }
     if (b.pos[i] >= hp.n_ctx_train) {
       return OutOfRange("encoder: position " + std::to_string(b.pos[i]) + " is past the model's " +
-                        std::to_string(hp.n_ctx_train) + " learned positions");
+                        std::to_string(hp.n_ctx_train) + " trained positions");
     }
     seqs_.back().end = i + 1;
   }
@@ -64,6 +67,7 @@ Status Encoder::Run(const Batch& b, ForwardOutput* out) {
   LS_RETURN_IF_ERROR(Split(b));
   const HParams& hp = model_.hparams();
   const int64_t n = b.size(), n_embd = hp.n_embd;
+  n_rows_ = n;
   Grow(x_, n * n_embd);
   Grow(q_, n * hp.n_embd_q());
   Grow(k_, n * hp.n_embd_kv());
@@ -73,7 +77,7 @@ Status Encoder::Run(const Batch& b, ForwardOutput* out) {
   Grow(up_, n * hp.n_ff);
 
   Embed(b);
-  for (int il = 0; il < hp.n_layer; ++il) BertLayer(il, n);
+  for (int il = 0; il < hp.n_layer; ++il) model_.arch().encoder_layer(*this, il, b);
 
   out->logit_rows.clear();
   out->logits.clear();
@@ -95,17 +99,95 @@ void Encoder::Embed(const Batch& b) {
   // Every token has type 0, as llama.cpp feeds bert (a pair is told apart by its SEP alone).
   std::vector<float> type0(n_embd, 0.0f), pos(n_embd);
   if (model_.token_types().data) GetRow(model_.token_types(), 0, type0.data());
+  const bool learned_positions = model_.position_embd().data != nullptr;  // bert; nomic-bert rotates q, k
   for (int64_t i = 0; i < n; ++i) {
     float* x = x_.data() + i * n_embd;
     GetRow(model_.token_embd(), b.tokens[i], x);
     AddInPlace(x, type0.data(), n_embd);
-    GetRow(model_.position_embd(), b.pos[i], pos.data());
-    AddInPlace(x, pos.data(), n_embd);
+    if (learned_positions) {
+      GetRow(model_.position_embd(), b.pos[i], pos.data());
+      AddInPlace(x, pos.data(), n_embd);
+    }
     LayerNorm(x, model_.token_embd_norm().data(), model_.token_embd_norm_b().data(), x, n_embd, hp.norm_eps);
   }
 }
 
-void Encoder::Attend(int64_t n) {
+void Encoder::ProjectQkv(const LayerWeights& L) {
+  const HParams& hp = model_.hparams();
+  const int64_t n = n_rows_;
+  const MatMulTarget qkv[3] = {{&L.wq, q_.data(), hp.n_embd_q()},
+                               {&L.wk, k_.data(), hp.n_embd_kv()},
+                               {&L.wv, v_.data(), hp.n_embd_kv()}};
+  MatMulMulti(pool_, qkv, 3, x_.data(), n, mm_);
+  AddBiasRows(q_.data(), L.bq, n);
+  AddBiasRows(k_.data(), L.bk, n);
+  AddBiasRows(v_.data(), L.bv, n);
+}
+
+void Encoder::RopeQk(const Batch& b) {
+  const HParams& hp = model_.hparams();
+  const int64_t hd = hp.head_dim, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+  RopeParams rope;
+  rope.style = model_.arch().rope_style;
+  rope.n_rot = hp.n_rot;
+  rope.freq_base = hp.rope_freq_base;
+  rope.freq_scale = hp.rope_freq_scale;
+  pool_.ParallelFor(n_rows_, kRowGrain, [&](int64_t begin, int64_t end) {
+    std::vector<float> cos_t(hp.n_rot / 2), sin_t(hp.n_rot / 2);
+    for (int64_t i = begin; i < end; ++i) {
+      RopeAngles(rope, b.pos[i], cos_t.data(), sin_t.data());
+      RopeApply(rope, cos_t.data(), sin_t.data(), q_.data() + i * n_q, hp.n_head, static_cast<int>(hd));
+      RopeApply(rope, cos_t.data(), sin_t.data(), k_.data() + i * n_kv, hp.n_head_kv, static_cast<int>(hd));
+    }
+  });
+}
+
+void Encoder::ProjectOut(const LayerWeights& L) {
+  MatMul(pool_, L.wo, attn_.data(), n_rows_, o_.data(), model_.hparams().n_embd, mm_);
+  AddBiasRows(o_.data(), L.bo, n_rows_);
+}
+
+void Encoder::AddResidualLayerNorm(const std::vector<float>& w, const std::vector<float>& bias) {
+  const HParams& hp = model_.hparams();
+  const int64_t n_embd = hp.n_embd;
+  pool_.ParallelFor(n_rows_, kRowGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float* x = x_.data() + i * n_embd;
+      AddInPlace(x, o_.data() + i * n_embd, n_embd);
+      LayerNorm(x, w.data(), bias.data(), x, n_embd, hp.norm_eps);
+    }
+  });
+}
+
+void Encoder::FfnGelu(const LayerWeights& L) {
+  const HParams& hp = model_.hparams();
+  const int64_t n = n_rows_, n_ff = hp.n_ff;
+  MatMul(pool_, L.w_up, x_.data(), n, up_.data(), n_ff, mm_);
+  pool_.ParallelFor(n, kRowGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float* u = up_.data() + i * n_ff;
+      if (!L.b_up.empty()) AddInPlace(u, L.b_up.data(), n_ff);
+      Gelu(u, n_ff);
+    }
+  });
+  MatMul(pool_, L.w_down, up_.data(), n, o_.data(), hp.n_embd, mm_);
+  AddBiasRows(o_.data(), L.b_down, n);
+}
+
+void Encoder::FfnSwiGlu(const LayerWeights& L) {
+  const HParams& hp = model_.hparams();
+  const int64_t n = n_rows_, n_ff = hp.n_ff;
+  Grow(gate_, n * n_ff);
+  const MatMulTarget gate_up[2] = {{&L.w_gate, gate_.data(), n_ff}, {&L.w_up, up_.data(), n_ff}};
+  MatMulMulti(pool_, gate_up, 2, x_.data(), n, mm_);
+  pool_.ParallelFor(n, kRowGrain, [&](int64_t begin, int64_t end) {
+    SwiGlu(gate_.data() + begin * n_ff, up_.data() + begin * n_ff, (end - begin) * n_ff);
+  });
+  MatMul(pool_, L.w_down, gate_.data(), n, o_.data(), hp.n_embd, mm_);
+}
+
+void Encoder::Attend() {
+  const int64_t n = n_rows_;
   const HParams& hp = model_.hparams();
   const int64_t hd = hp.head_dim, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
   const int group = hp.n_head / hp.n_head_kv;
@@ -170,14 +252,16 @@ void Encoder::Attend(int64_t n) {
 }
 
 void Encoder::ReleaseScratch() {
-  for (auto* v : {&x_, &q_, &k_, &v_, &kt_, &attn_, &o_, &up_}) std::vector<float>().swap(*v);
+  for (auto* v : {&x_, &q_, &k_, &v_, &kt_, &attn_, &o_, &gate_, &up_}) std::vector<float>().swap(*v);
   for (auto& s : attn_scratch_) s = AttentionScratch{};
   mm_.Release();
 }
 
 size_t Encoder::scratch_bytes() const {
   size_t total = mm_.encoded.capacity() + mm_.prepared.capacity();
-  for (const auto* v : {&x_, &q_, &k_, &v_, &kt_, &attn_, &o_, &up_}) total += v->capacity() * sizeof(float);
+  for (const auto* v : {&x_, &q_, &k_, &v_, &kt_, &attn_, &o_, &gate_, &up_}) {
+    total += v->capacity() * sizeof(float);
+  }
   for (const auto& s : attn_scratch_) {
     total += (s.scores.capacity() + s.v_row.capacity() + s.q_f.capacity() + s.acc.capacity() +
               s.state.capacity()) *

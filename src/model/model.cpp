@@ -121,6 +121,15 @@ Status BindQkNorms(const gguf::File& f, const HParams& hp, int il, LayerWeights*
   return Status::Ok();
 }
 
+Status BindPostNorms(const gguf::File& f, const HParams& hp, int il, LayerWeights* l) {
+  auto name = [il](const char* s) { return tn::Blk(il, s); };
+  LS_ASSIGN_OR_RETURN(l->attn_out_norm, BindVector(f, name(tn::kAttnOutputNorm), hp.n_embd, false));
+  LS_ASSIGN_OR_RETURN(l->attn_out_norm_b, BindVector(f, name(tn::kAttnOutputNormBias), hp.n_embd, false));
+  LS_ASSIGN_OR_RETURN(l->out_norm, BindVector(f, name(tn::kLayerOutputNorm), hp.n_embd, false));
+  LS_ASSIGN_OR_RETURN(l->out_norm_b, BindVector(f, name(tn::kLayerOutputNormBias), hp.n_embd, false));
+  return Status::Ok();
+}
+
 Status BindGatedFfn(const gguf::File& f, const HParams& hp, int il, LayerWeights* l) {
   const int64_t n_embd = hp.n_embd, n_ff = hp.n_ff;
   auto name = [il](const char* s) { return tn::Blk(il, s); };
@@ -147,7 +156,8 @@ namespace {
 
 // Every architecture this engine implements (arch_*.cpp).
 std::vector<const ArchSpec*> AllArchs() {
-  return {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &Qwen3MoeArch(), &Phi3Arch(), &Gemma3Arch(), &BertArch()};
+  return {&LlamaArch(), &Qwen2Arch(), &Qwen3Arch(), &Qwen3MoeArch(), &Phi3Arch(), &Gemma3Arch(), &BertArch(),
+          &NomicBertArch()};
 }
 
 }  // namespace
@@ -417,9 +427,14 @@ Status Model::BindWeights() {
 
 Status Model::BindEncoderWeights() {
   const gguf::File& f = *file_;
-  const int64_t n_embd = hp_.n_embd, n_ff = hp_.n_ff;
+  const int64_t n_embd = hp_.n_embd;
   LS_ASSIGN_OR_RETURN(token_embd_, BindMatrix(f, tn::kTokenEmbd, n_embd, hp_.n_vocab));
-  LS_ASSIGN_OR_RETURN(position_embd_, BindMatrix(f, tn::kPositionEmbd, n_embd, hp_.n_ctx_train));
+  if (arch_->learned_positions) {
+    LS_ASSIGN_OR_RETURN(position_embd_, BindMatrix(f, tn::kPositionEmbd, n_embd, hp_.n_ctx_train));
+  } else if (f.FindTensor(tn::kPositionEmbd)) {
+    return Unimplemented("model: " + f.path() + ": '" + tn::kPositionEmbd + "' in a " + hp_.arch +
+                         " file (its positions are rotary)");
+  }
   if (const gguf::TensorInfo* t = f.FindTensor(tn::kTokenTypes)) {
     if (t->ne[1] < 1) return Corrupt("model: " + f.path() + ": tensor 'token_types.weight' has no rows");
     LS_ASSIGN_OR_RETURN(token_types_, BindMatrix(f, tn::kTokenTypes, n_embd, t->ne[1]));
@@ -427,26 +442,7 @@ Status Model::BindEncoderWeights() {
   LS_ASSIGN_OR_RETURN(token_embd_norm_, BindVector(f, tn::kTokenEmbdNorm, n_embd, false));
   LS_ASSIGN_OR_RETURN(token_embd_norm_b_, BindVector(f, tn::kTokenEmbdNormBias, n_embd, false));
   layers_.resize(hp_.n_layer);
-  for (int il = 0; il < hp_.n_layer; ++il) {
-    LayerWeights& l = layers_[il];
-    auto name = [il](const char* s) { return tn::Blk(il, s); };
-    if (f.FindTensor(name(tn::kAttnQkv))) {
-      return Unimplemented("model: " + f.path() + ": fused attn_qkv tensors are not supported yet");
-    }
-    LS_RETURN_IF_ERROR(BindAttention(f, hp_, il, &l));
-    LS_ASSIGN_OR_RETURN(l.attn_out_norm, BindVector(f, name(tn::kAttnOutputNorm), n_embd, false));
-    LS_ASSIGN_OR_RETURN(l.attn_out_norm_b, BindVector(f, name(tn::kAttnOutputNormBias), n_embd, false));
-    if (f.FindTensor(name(tn::kFfnGate))) {
-      return Unimplemented("model: " + f.path() + ": a bert FFN with a gate (" + name(tn::kFfnGate) +
-                           ") is not supported");
-    }
-    LS_ASSIGN_OR_RETURN(l.w_up, BindMatrix(f, name(tn::kFfnUp), n_embd, n_ff));
-    LS_ASSIGN_OR_RETURN(l.w_down, BindMatrix(f, name(tn::kFfnDown), n_ff, n_embd));
-    LS_ASSIGN_OR_RETURN(l.b_up, BindVector(f, name(tn::kFfnUpBias), n_ff, true));
-    LS_ASSIGN_OR_RETURN(l.b_down, BindVector(f, name(tn::kFfnDownBias), n_embd, true));
-    LS_ASSIGN_OR_RETURN(l.out_norm, BindVector(f, name(tn::kLayerOutputNorm), n_embd, false));
-    LS_ASSIGN_OR_RETURN(l.out_norm_b, BindVector(f, name(tn::kLayerOutputNormBias), n_embd, false));
-  }
+  for (int il = 0; il < hp_.n_layer; ++il) LS_RETURN_IF_ERROR(arch_->bind_layer(f, hp_, il, &layers_[il]));
   return Status::Ok();
 }
 

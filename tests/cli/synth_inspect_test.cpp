@@ -237,6 +237,36 @@ TEST_F(SynthInspect, Phi3HasFusedTensorsAndLongRopeAndBenches) {
   EXPECT_NE(Run("synth --arch phi3 --n-rot 65 -o " + Path("bad.gguf")).rc, 0);
 }
 
+// nomic-bert: the fused attn_qkv, the SwiGLU FFN, no position embeddings, mean pooling and RoPE keys, and a
+// file that loads and embeds (eval --embed: a unit vector).
+TEST_F(SynthInspect, NomicBertHasFusedQkvAndNoPositionsAndEmbeds) {
+  const std::string out = Path("nomic.gguf");
+  RunResult r = Run("synth --arch nomic-bert --type q8_0 --n-layer 2 --n-vocab 300 -o " + out);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto f = Open(out);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(*f->GetU32("nomic-bert.pooling_type"), 1u);
+  EXPECT_FLOAT_EQ(*f->GetF32("nomic-bert.rope.freq_base"), 1000.0f);
+  EXPECT_FALSE(*f->GetBool("nomic-bert.attention.causal"));
+  const gguf::TensorInfo* qkv = f->FindTensor("blk.1.attn_qkv.weight");
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->ne[1], 3 * 768);
+  EXPECT_NE(f->FindTensor("blk.1.ffn_gate.weight"), nullptr);
+  EXPECT_EQ(f->FindTensor("position_embd.weight"), nullptr);
+  EXPECT_EQ(f->FindTensor("blk.0.attn_q.weight"), nullptr);
+  r = Run("eval -m " + out + " --tokens \"1 20 30 2\" --embed mean -t 1");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j.contains("embedding")) << r.out;
+  double norm = 0;
+  for (const nlohmann::json& x : j["embedding"]) norm += x.get<double>() * x.get<double>();
+  EXPECT_EQ(j["embedding"].size(), 768u);
+  EXPECT_NEAR(norm, 1.0, 1e-4);
+  EXPECT_NE(Run("eval -m " + out + " --tokens \"1 20 30 2\" --greedy 2").rc, 0) << "an encoder has no logits";
+  EXPECT_NE(Run("synth --arch nomic-bert --n-head-kv 4 -o " + Path("bad.gguf")).rc, 0);
+  EXPECT_NE(Run("synth --arch nomic-bert --preset bge-small -o " + Path("bad.gguf")).rc, 0);
+}
+
 TEST_F(SynthInspect, WeightsHaveSaneMagnitudes) {
   const std::string out = Path("f32.gguf");
   ASSERT_EQ(Run("synth --arch qwen3 --type f32 --n-layer 1 --n-vocab 300 -o " + out).rc, 0);

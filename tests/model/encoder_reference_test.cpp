@@ -1,6 +1,7 @@
-// Numerics of the encoder pass against llama.cpp (../shared/reference/bert-*.json, README "embed",
-// "embed_batch", "rank"): pooled embeddings of bert-tiny-{f32,q8_0} alone and two in one batch, and the
-// classifier scores of bert-rerank-tiny-f32, at the README's tolerances.
+// Numerics of the encoder pass against llama.cpp (../shared/reference/bert-*.json and nomic-bert-*.json,
+// README "embed", "embed_batch", "rank"): pooled embeddings of bert-tiny-{f32,q8_0} and
+// nomic-bert-tiny-{f32,q8_0} alone and two in one batch, and the classifier scores of bert-rerank-tiny-f32,
+// at the README's tolerances.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -88,7 +89,7 @@ TEST_P(BertEmbedTest, EmbeddingsMatchEveryLength) {
       ASSERT_EQ(ours.size(), ref.size());
       const double d = OneMinusCos(ours, ref);
       EXPECT_LE(d, tol) << GetParam() << " " << key << " " << name;
-      std::printf("[ reference ] %-16s %-8s %-4s %3zu tokens 1-cos %.3g (tolerance %.0e)\n", GetParam(), key,
+      std::printf("[ reference ] %-20s %-8s %-4s %3zu tokens 1-cos %.3g (tolerance %.0e)\n", GetParam(), key,
                   name.c_str(), tokens.size(), d, tol);
       ++checked;
     }
@@ -115,11 +116,13 @@ TEST_P(BertEmbedTest, TwoSequencesInOneBatchMatch) {
     // Each sequence alone gives the same numbers: the batch does not mix them.
     const auto alone = Encode(*l.model, {t1}, pooling)[0];
     EXPECT_EQ(alone, both[1]) << name;
-    std::printf("[ reference ] %-16s batch %-4s 1-cos %.3g / %.3g\n", GetParam(), name.c_str(), d0, d1);
+    std::printf("[ reference ] %-20s batch %-4s 1-cos %.3g / %.3g\n", GetParam(), name.c_str(), d0, d1);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, BertEmbedTest, ::testing::Values("bert-tiny-f32", "bert-tiny-q8_0"),
+INSTANTIATE_TEST_SUITE_P(Models, BertEmbedTest,
+                         ::testing::Values("bert-tiny-f32", "bert-tiny-q8_0", "nomic-bert-tiny-f32",
+                                           "nomic-bert-tiny-q8_0"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s) {
@@ -180,7 +183,7 @@ TEST(BertEncoderTest, RefusesWhatItCannotCompute) {
   for (int i = 0; i <= model.hparams().n_ctx_train; ++i) too_long.Add(999, i, 0, Batch::kNone);
   st = enc.Run(too_long, &out);
   EXPECT_EQ(st.code(), Code::kOutOfRange);
-  EXPECT_NE(st.message().find("learned positions"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("trained positions"), std::string::npos) << st.message();
   Batch split;  // one slot's rows must be contiguous
   split.Add(101, 0, 0, Batch::kHidden);
   split.Add(101, 0, 1, Batch::kHidden);

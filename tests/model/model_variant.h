@@ -1,5 +1,5 @@
-// A copy of a shared model file with its metadata edited and tensors dropped or reshaped, written under the
-// test's temp dir: the broken files a user might hold, made from real ones.
+// A copy of a shared model file with its metadata edited and tensors dropped, reshaped or added, written
+// under the test's temp dir: the broken files a user might hold, made from real ones.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -24,6 +24,7 @@ struct ModelVariant {
   // This tensor gets dims `reshape_ne` and the first bytes of its data (as many as the new shape holds).
   std::string reshape_tensor = {};
   std::vector<int64_t> reshape_ne = {};
+  std::function<void(gguf::Writer&)> add_tensors = {};  // applied after the source's tensors are copied
 };
 
 // Writes ../shared/`shared_model` changed by `v` as TempDir()/model_variant/<name>.gguf; returns its path.
@@ -53,6 +54,7 @@ inline std::string WriteModelVariant(const std::string& shared_model, const std:
     const uint8_t* data = f.TensorData(t);
     EXPECT_TRUE(w.AddTensor(t.name, t.type, ne, std::vector<uint8_t>(data, data + bytes)).ok()) << t.name;
   }
+  if (v.add_tensors) v.add_tensors(w);
   const std::string dir = ::testing::TempDir() + "model_variant";
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/" + name + ".gguf";

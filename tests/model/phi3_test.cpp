@@ -70,6 +70,23 @@ TEST(Phi3Load, BrokenFilesAreRefusedNamingTheTensorOrKey) {
       "phi3.rope.scaling.attn_factor");
 }
 
+// LongRoPE's factors are phi3's: in another architecture's file they would change nothing it computes, so
+// they are refused rather than ignored.
+TEST(Phi3Load, LongRopeFactorsInAnotherArchitectureAreRefused) {
+  constexpr char kQwen3[] = "models/qwen3-tiny-q8_0.gguf";
+  REQUIRE_SHARED_FILE(kQwen3);
+  const std::string path = testing::WriteModelVariant(
+      kQwen3, "qwen3_long_rope", {.add_tensors = [](gguf::Writer& w) {
+        for (const char* name : {"rope_factors_short.weight", "rope_factors_long.weight"}) {
+          std::vector<float> ones(16, 1.0f);
+          const auto* p = reinterpret_cast<const uint8_t*>(ones.data());
+          ASSERT_TRUE(w.AddTensor(name, TensorType::kF32, {16}, std::vector<uint8_t>(p, p + 64)).ok());
+        }
+      }});
+  ExpectModelRefused(path, "rope_factors_short.weight");
+  ExpectModelRefused(path, "qwen3");
+}
+
 // LongRoPE against its formula in double: the first n_rot dims of each head rotate in NEOX pairs (i, i + n_rot/2)
 // by pos * base^(-2i/n_rot) / factor[i], cos and sin times attn_factor; the other dims pass through.
 TEST(Phi3Rope, PartialRotaryWithFactorsAndAttnFactorFollowsTheFormula) {
