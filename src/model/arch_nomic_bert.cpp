@@ -11,11 +11,7 @@ namespace {
 
 Status BindNomicBertLayer(const gguf::File& f, const HParams& hp, int il, LayerWeights* l) {
   auto name = [il](const char* s) { return tn::Blk(il, s); };
-  LS_ASSIGN_OR_RETURN(auto qkv, BindFusedRows(f, name(tn::kAttnQkv), hp.n_embd,
-                                              {hp.n_embd_q(), hp.n_embd_kv(), hp.n_embd_kv()}));
-  l->wq = qkv[0];
-  l->wk = qkv[1];
-  l->wv = qkv[2];
+  LS_RETURN_IF_ERROR(BindFusedQkv(f, hp, il, l));
   LS_ASSIGN_OR_RETURN(l->wo, BindMatrix(f, name(tn::kAttnOutput), hp.n_embd_q(), hp.n_embd));
   LS_RETURN_IF_ERROR(BindPostNorms(f, hp, il, l));
   LS_ASSIGN_OR_RETURN(l->w_gate, BindMatrix(f, name(tn::kFfnGate), hp.n_embd, hp.n_ff));

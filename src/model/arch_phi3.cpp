@@ -30,11 +30,7 @@ Status ReadPhi3HParams(const gguf::File& f, HParams* hp) {
 Status BindPhi3Layer(const gguf::File& f, const HParams& hp, int il, LayerWeights* l) {
   auto name = [il](const char* s) { return tn::Blk(il, s); };
   LS_ASSIGN_OR_RETURN(l->attn_norm, BindVector(f, name(tn::kAttnNorm), hp.n_embd, false));
-  LS_ASSIGN_OR_RETURN(auto qkv, BindFusedRows(f, name(tn::kAttnQkv), hp.n_embd,
-                                              {hp.n_embd_q(), hp.n_embd_kv(), hp.n_embd_kv()}));
-  l->wq = qkv[0];
-  l->wk = qkv[1];
-  l->wv = qkv[2];
+  LS_RETURN_IF_ERROR(BindFusedQkv(f, hp, il, l));
   LS_ASSIGN_OR_RETURN(l->wo, BindMatrix(f, name(tn::kAttnOutput), hp.n_embd_q(), hp.n_embd));
   LS_ASSIGN_OR_RETURN(l->ffn_norm, BindVector(f, name(tn::kFfnNorm), hp.n_embd, false));
   LS_ASSIGN_OR_RETURN(auto gate_up, BindFusedRows(f, name(tn::kFfnUp), hp.n_embd, {hp.n_ff, hp.n_ff}));

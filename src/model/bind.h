@@ -21,6 +21,8 @@ Result<std::vector<WeightView>> BindExpertMatrices(const gguf::File& f, const st
 // attn_qkv: q, k, v; phi3's ffn_up: gate, up).
 Result<std::vector<WeightView>> BindFusedRows(const gguf::File& f, const std::string& name, int64_t n_in,
                                               const std::vector<int64_t>& parts);
+// One fused attn_qkv [n_embd -> n_q + 2 n_kv] viewed in place as wq, wk, wv (phi3, nomic-bert).
+Status BindFusedQkv(const gguf::File& f, const HParams& hp, int il, LayerWeights* l);
 // Decodes a small vector tensor [n] to f32; empty when optional and absent.
 Result<std::vector<float>> BindVector(const gguf::File& f, const std::string& name, int64_t n, bool optional);
 // The attention projections of layer il, every architecture alike: q/k/v/output with optional biases.

@@ -87,6 +87,15 @@ Result<std::vector<WeightView>> BindFusedRows(const gguf::File& f, const std::st
   return views;
 }
 
+Status BindFusedQkv(const gguf::File& f, const HParams& hp, int il, LayerWeights* l) {
+  LS_ASSIGN_OR_RETURN(auto qkv, BindFusedRows(f, tn::Blk(il, tn::kAttnQkv), hp.n_embd,
+                                              {hp.n_embd_q(), hp.n_embd_kv(), hp.n_embd_kv()}));
+  l->wq = qkv[0];
+  l->wk = qkv[1];
+  l->wv = qkv[2];
+  return Status::Ok();
+}
+
 Result<std::vector<float>> BindVector(const gguf::File& f, const std::string& name, int64_t n, bool optional) {
   LS_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, FindShaped(f, name, n, 1, optional));
   std::vector<float> v;
