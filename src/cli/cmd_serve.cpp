@@ -536,6 +536,8 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
   sub->add_flag("--kv-eager", o.engine.kv_eager, "Commit the whole KV cache at start (default: lazily)");
+  sub->add_flag("--no-kv-share{false}", o.engine.kv_share,
+                "Each slot copies a common prompt prefix's KV instead of mapping one copy (for comparison)");
   sub->add_flag("--swa-full", o.engine.swa_full,
                 "Sliding-window models: keep every cell of the local layers too, so a prompt can be reused "
                 "from any point (default: only the window, given back as it slides)");

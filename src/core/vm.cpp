@@ -1,7 +1,9 @@
 // Virtual-memory helpers on Linux: mmap/madvise/mincore and /proc/self/status.
 #include "core/vm.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -37,6 +39,53 @@ Status Release(void* p, size_t bytes) {
     return IoError(std::string("madvise(MADV_DONTNEED) failed: ") + std::strerror(errno));
   }
   return Status::Ok();
+}
+
+Result<int> CreateMemoryFile(const char* name, size_t bytes) {
+  const int fd = memfd_create(name, MFD_CLOEXEC);
+  if (fd < 0) return IoError(std::string("memfd_create failed: ") + std::strerror(errno));
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    const int err = errno;
+    close(fd);
+    return ResourceExhausted("cannot size a memory file to " + std::to_string(bytes) + " bytes: " +
+                             std::strerror(err));
+  }
+  return fd;
+}
+
+Result<void*> MapMemoryFile(int fd, size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+  if (p == MAP_FAILED) {
+    return ResourceExhausted("cannot map a memory file of " + std::to_string(bytes) + " bytes: " +
+                             std::strerror(errno));
+  }
+  return p;
+}
+
+Status MapFilePages(void* p, size_t bytes, int fd, uint64_t offset) {
+  if (bytes == 0) return Status::Ok();
+  void* got = mmap(p, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fd,
+                   static_cast<off_t>(offset));
+  if (got == MAP_FAILED) return IoError(std::string("mmap(MAP_FIXED) of file pages failed: ") + std::strerror(errno));
+  return Status::Ok();
+}
+
+Status RemoveFilePages(void* p, size_t bytes) {
+  if (!p || bytes == 0) return Status::Ok();
+  if (madvise(p, AlignUp(bytes, PageSize()), MADV_REMOVE) != 0) {
+    return IoError(std::string("madvise(MADV_REMOVE) failed: ") + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Result<uint64_t> MemoryFileBytes(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return IoError(std::string("fstat failed: ") + std::strerror(errno));
+  return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
+void CloseFile(int fd) {
+  if (fd >= 0) close(fd);
 }
 
 Result<size_t> ResidentPages(const void* p, size_t bytes) {
@@ -100,6 +149,7 @@ ProcessMemory ReadProcessMemory() {
     if (std::sscanf(line, "VmRSS: %llu kB", &kb) == 1) m.rss = kb * 1024;
     else if (std::sscanf(line, "RssAnon: %llu kB", &kb) == 1) m.rss_anon = kb * 1024;
     else if (std::sscanf(line, "RssFile: %llu kB", &kb) == 1) m.rss_file = kb * 1024;
+    else if (std::sscanf(line, "RssShmem: %llu kB", &kb) == 1) m.rss_shmem = kb * 1024;
   }
   std::fclose(f);
   return m;

@@ -101,6 +101,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
   kc.type_k = config.cache_type_k;
   kc.type_v = config.cache_type_v;
   kc.eager = config.kv_eager && !encoder;
+  kc.share_pages = config.kv_share;
   Result<std::unique_ptr<KvCache>> kv = KvCache::Create(kc);
   if (!kv.ok()) {
     return Status(kv.status().code(), "--cache-type-k " + std::string(TypeName(kc.type_k)) +
@@ -310,6 +311,7 @@ MemoryReport Engine::Memory() const {
   m.rss = p.rss;
   m.rss_anon = p.rss_anon;
   m.rss_file = p.rss_file;
+  m.rss_shmem = p.rss_shmem;
   return m;
 }
 
@@ -331,7 +333,8 @@ void Engine::Impl::PublishSlotInfo() {
     info[i].n_tokens = kv->n_cells(s.id);
     info[i].n_ctx = engine->n_ctx_slot_;
     info[i].committed_bytes = kv->committed_bytes(s.id);
-    info[i].budget_bytes = s.busy() ? s.budget_bytes : info[i].committed_bytes;
+    info[i].shared_bytes = kv->shared_bytes(s.id);
+    info[i].budget_bytes = s.busy() ? s.budget_bytes : OwnedBytes(s.id);
     info[i].n_cached = s.n_cached;
     budget_used += info[i].budget_bytes;
   }
@@ -341,6 +344,7 @@ void Engine::Impl::PublishSlotInfo() {
   std::lock_guard<std::mutex> lock(mu);
   stats.slots = std::move(info);
   stats.kv_committed_bytes = committed;
+  stats.kv_shared_bytes = kv->shared_bytes();
   stats.kv_peak_committed_bytes = kv->peak_committed_bytes();
   stats.kv_budget_used_bytes = budget_used;
   stats.scratch_bytes = scratch;

@@ -50,6 +50,9 @@ struct EngineConfig {
   TensorType cache_type_k = TensorType::kF16;
   TensorType cache_type_v = TensorType::kF16;
   bool kv_eager = false;
+  // Slots that start alike map one copy of the common prefix's KV pages (KvCache::ShareCells); false
+  // (--no-kv-share): each copies its own, as before sharing (for comparison).
+  bool kv_share = true;
   // Sliding-window models: local layers keep every cell as global ones do (llama-server's --swa-full), so a
   // prompt can be reused from any point, at the cost of their whole context's KV.
   bool swa_full = false;
@@ -161,8 +164,10 @@ struct SlotInfo {
   uint64_t request_id = 0;
   int32_t n_tokens = 0;  // KV cells in use
   int32_t n_ctx = 0;
-  uint64_t committed_bytes = 0;  // KV pages this slot holds (cache tracking)
-  uint64_t budget_bytes = 0;     // busy: the worst case reserved against --kv-budget; idle: committed_bytes
+  uint64_t committed_bytes = 0;  // KV pages this slot holds (cache tracking), its own and shared ones
+  uint64_t shared_bytes = 0;     // of those, other slots' pages it maps (a prefix held once)
+  // busy: the worst case reserved against --kv-budget; idle: its own pages (committed - shared)
+  uint64_t budget_bytes = 0;
   int32_t n_cached = 0;          // last request: prompt tokens reused from the slot's kept KV
 };
 
@@ -172,7 +177,8 @@ struct EngineStats {
   uint64_t requests_total = 0, requests_cancelled = 0, requests_rejected = 0;
   uint64_t prompt_tokens_total = 0, generated_tokens_total = 0;
   double prompt_seconds_total = 0, generation_seconds_total = 0;
-  uint64_t kv_reserved_bytes = 0, kv_committed_bytes = 0;
+  uint64_t kv_reserved_bytes = 0, kv_committed_bytes = 0;  // committed: distinct, a shared page once
+  uint64_t kv_shared_bytes = 0;  // bytes slots map from other slots (what sharing saves)
   uint64_t kv_budget_bytes = 0;       // 0: no budget (--kv-budget)
   uint64_t kv_budget_used_bytes = 0;  // sum of the slots' budget_bytes
   uint64_t kv_peak_committed_bytes = 0;
@@ -186,10 +192,11 @@ struct EngineStats {
 // What the process holds, measured on demand (syscalls and /proc; safe from any thread).
 struct MemoryReport {
   uint64_t kv_reserved = 0, kv_committed = 0;
-  uint64_t kv_resident = 0;       // mincore over the KV arena
+  uint64_t kv_resident = 0;       // the KV arena's memory file allocation: each page once
   uint64_t weights_mapped = 0;    // size of the model file mapping
   uint64_t weights_resident = 0;  // this process's resident pages of it (/proc/self/smaps Rss)
   uint64_t rss = 0, rss_anon = 0, rss_file = 0;
+  uint64_t rss_shmem = 0;  // memory files (the KV arena): a page counted for each address that maps it
 };
 
 // Result of a slot save/restore/erase.

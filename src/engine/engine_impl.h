@@ -144,8 +144,10 @@ struct Engine::Impl {
   // For a request that shares another's prompt (n > 1): the busy slot holding that prompt's KV, or null.
   // *wait: that request still computes its prompt, so this one should wait for it.
   Slot* PromptSource(const GenerationRequest& req, bool* wait);
-  // Budget bytes held by every slot but `except`: busy slots their reservation, idle slots their KV.
+  // Budget bytes held by every slot but `except`: busy slots their reservation, idle slots their own KV
+  // pages (OwnedBytes), so a page several slots map counts once, for its owner.
   uint64_t BudgetUsedExcept(int except) const;
+  uint64_t OwnedBytes(int id) const { return kv->committed_bytes(id) - kv->shared_bytes(id); }
   // Drops idle slots' kept KV, least recently used first, until `need` more bytes fit the budget.
   bool MakeRoom(uint64_t need, int except);
   // Keeps cells [0, keep) of a slot (and its token list), releasing the pages past them; logs the release.

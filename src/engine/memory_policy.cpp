@@ -47,7 +47,7 @@ uint64_t Engine::Impl::BudgetUsedExcept(int except) const {
   uint64_t used = 0;
   for (const Slot& s : slots) {
     if (s.id == except) continue;
-    used += s.busy() ? s.budget_bytes : kv->committed_bytes(s.id);
+    used += s.busy() ? s.budget_bytes : OwnedBytes(s.id);
   }
   return used;
 }
@@ -61,7 +61,7 @@ bool Engine::Impl::MakeRoom(uint64_t need, int except) {
     if (s.id == except) continue;
     if (s.busy()) {
       busy += s.budget_bytes;
-    } else if (kv->committed_bytes(s.id) > 0) {
+    } else if (OwnedBytes(s.id) > 0) {
       idle.push_back(&s);
     }
   }
@@ -198,12 +198,14 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
       TrimSlot(s, keep, keep > 0 ? "prompt prefix reused" : "slot reassigned");
     }
     if (source) {
-      // All but the last prompt token (computed here, for this choice's own logits) come from the source.
+      // All but the last prompt token (computed here, for this choice's own logits) come from the source:
+      // their whole pages mapped, held once (KvCache::ShareCells). The reservation above stays the worst
+      // case of a slot of its own, so the budget holds whichever slot later keeps the pages.
       keep = n_prompt - 1;
-      kv->CopyCells(source->id, s.id, keep);
+      kv->ShareCells(source->id, s.id, keep);
       s.cache.assign(p.req.prompt.begin(), p.req.prompt.begin() + keep);
-      LS_LOG_DEBUG("slot %d: copied %d prompt cells from slot %d (another choice of the same prompt)", s.id,
-                   keep, source->id);
+      LS_LOG_DEBUG("slot %d: %d prompt cells from slot %d (another choice of the same prompt): %.2f MiB shared",
+                   s.id, keep, source->id, MiB(kv->shared_bytes(s.id)));
     }
     s.req = std::move(p.req);
     s.stream = std::move(p.stream);

@@ -1,4 +1,5 @@
-// KV cache storage and cell bookkeeping over one lazily committed reservation.
+// KV cache storage and cell bookkeeping over one lazily committed reservation backed by a memory file, and
+// the page sharing of common prefixes (ShareCells, Privatize, HandOver).
 #include "kv/kv_cache.h"
 
 #include <algorithm>
@@ -67,9 +68,31 @@ Result<std::unique_ptr<KvCache>> KvCache::Create(const KvConfig& c) {
   kv->k_run_stride_ = vm::AlignUp(kv->k_row_bytes_ * static_cast<size_t>(c.n_ctx_slot), page);
   kv->v_run_stride_ = vm::AlignUp(kv->v_row_bytes_ * static_cast<size_t>(c.n_ctx_slot), page);
   kv->reserved_ = static_cast<uint64_t>(c.n_layer) * c.n_slot * (kv->k_run_stride_ + kv->v_run_stride_);
-  LS_ASSIGN_OR_RETURN(void* p, vm::Reserve(kv->reserved_));
-  kv->base_ = static_cast<uint8_t*>(p);
+  // A memory file behind the arena lets slots map each other's pages (ShareCells); without one (memfd_create
+  // refused, say by a sandbox) the arena is an anonymous reservation and ShareCells copies.
+  Result<int> fd = vm::CreateMemoryFile("lazyslot-kv", kv->reserved_);
+  if (fd.ok()) {
+    Result<void*> p = vm::MapMemoryFile(*fd, kv->reserved_);
+    if (p.ok()) {
+      kv->fd_ = *fd;
+      kv->base_ = static_cast<uint8_t*>(*p);
+    } else {
+      vm::CloseFile(*fd);
+      fd = p.status();
+    }
+  }
+  if (!kv->base_) {
+    LS_LOG_WARN("kv cache: no memory file (%s): slots will copy common prefixes, not share them",
+                fd.status().message().c_str());
+    LS_ASSIGN_OR_RETURN(void* p, vm::Reserve(kv->reserved_));
+    kv->base_ = static_cast<uint8_t*>(p);
+  }
   kv->slots_.resize(c.n_slot);
+  for (int kind = 0; kind < 2; ++kind) {
+    kv->owner_[kind].resize(c.n_slot);
+    kv->lent_[kind].resize(c.n_slot);
+    kv->n_borrowed_[kind].assign(c.n_slot, 0);
+  }
   // Pages, not 2 MiB huge pages: with THP "always" the first row written would commit 2 MiB of a run, and
   // committed memory would no longer follow the tokens held (docs/decisions/0001-kv-arena-layout.md).
   Status st = vm::AdviseNoHugePages(kv->base_, kv->reserved_);
@@ -83,7 +106,14 @@ Result<std::unique_ptr<KvCache>> KvCache::Create(const KvConfig& c) {
   return kv;
 }
 
-KvCache::~KvCache() { vm::Unreserve(base_, reserved_); }
+KvCache::~KvCache() {
+  vm::Unreserve(base_, reserved_);
+  vm::CloseFile(fd_);
+}
+
+Status KvCache::Drop(uint8_t* p, size_t bytes) {
+  return fd_ >= 0 ? vm::RemoveFilePages(p, bytes) : vm::Release(p, bytes);
+}
 
 uint8_t* KvCache::RunBase(int il, int kv, int slot) const {
   const size_t layer_bytes = static_cast<size_t>(config_.n_slot) * (k_run_stride_ + v_run_stride_);
@@ -103,6 +133,10 @@ uint64_t KvCache::RunBytes(size_t row, int32_t floor, int32_t high_water) {
 
 void KvCache::SetCells(int slot, int32_t n) {
   SlotCells& s = slots_[slot];
+  if (n < s.n_cells) {  // a rewind: the pages it will write again must be its own
+    const Status st = Privatize(slot, n);
+    if (!st.ok()) LS_LOG_WARN("kv cache: slot %d: %s", slot, st.message().c_str());
+  }
   s.n_cells = n;
   s.high_water = std::max(s.high_water, n);
   // The peak before the window slides: a step's rows are all written by now.
@@ -124,7 +158,7 @@ Status KvCache::RaiseFloor(int slot, int32_t floor) {
         const size_t row = kv == 0 ? k_row_bytes_ : v_row_bytes_;
         const size_t from = row * static_cast<size_t>(s.floor) / page * page;
         const size_t to = row * static_cast<size_t>(floor) / page * page;
-        if (to > from) LS_RETURN_IF_ERROR(vm::Release(RunBase(il, kv, slot) + from, to - from));
+        if (to > from) LS_RETURN_IF_ERROR(Drop(RunBase(il, kv, slot) + from, to - from));
       }
     }
   }
@@ -142,6 +176,8 @@ int32_t KvCache::ReusableCells(int slot, int32_t n) const {
 void KvCache::CopyCells(int from, int to, int32_t n) {
   n = std::clamp<int32_t>(n, 0, std::min(slots_[from].n_cells, config_.n_ctx_slot));
   if (from == to) return;
+  const Status own = Privatize(to, 0);  // it writes every row of [0, n)
+  if (!own.ok()) LS_LOG_WARN("kv cache: slot %d: %s", to, own.message().c_str());
   // Local layers: the window before n, from what the source still holds.
   const int32_t lo = window_ > 0 ? std::max(slots_[from].floor, std::max<int32_t>(0, n - window_)) : 0;
   if (window_ > 0) {
@@ -156,6 +192,149 @@ void KvCache::CopyCells(int from, int to, int32_t n) {
     std::memcpy(VRow(il, to, first), VRow(il, from, first), v_row_bytes_ * rows);
   }
   SetCells(to, n);
+}
+
+void KvCache::ShareCells(int from, int to, int32_t n) {
+  n = std::clamp<int32_t>(n, 0, std::min(slots_[from].n_cells, config_.n_ctx_slot));
+  if (from == to) return;
+  if (!shares_pages()) return CopyCells(from, to, n);
+  Result<uint64_t> emptied = Trim(to, 0);  // nobody maps its pages after this, and it maps nobody's
+  if (!emptied.ok()) {
+    LS_LOG_WARN("kv cache: slot %d: %s (copying instead of sharing)", to, emptied.status().message().c_str());
+    return CopyCells(from, to, n);
+  }
+  const size_t page = vm::PageSize();
+  // Global runs: the whole pages of cells [0, n) are mapped, from whoever owns each (the source or the slot
+  // it maps them from), in runs of one owner.
+  for (int kind = 0; kind < 2; ++kind) {
+    const size_t shared = KindRow(kind) * static_cast<size_t>(n) / page;
+    std::vector<int32_t>& own = owner_[kind][to];
+    own.assign(shared, to);
+    for (size_t p = 0; p < shared;) {
+      const int o = PageOwner(kind, from, p);
+      size_t q = p + 1;
+      while (q < shared && PageOwner(kind, from, q) == o) ++q;
+      const Status st = MapPages(to, o, kind, p, q - p);
+      if (!st.ok()) {
+        LS_LOG_WARN("kv cache: slot %d: %s (copying instead of sharing)", to, st.message().c_str());
+        own.resize(p);
+        const Status back = Privatize(to, 0);
+        if (!back.ok()) LS_LOG_WARN("kv cache: slot %d: %s", to, back.message().c_str());
+        return CopyCells(from, to, n);
+      }
+      std::vector<int32_t>& lent = lent_[kind][o];
+      if (lent.size() < q) lent.resize(q, 0);
+      for (size_t i = p; i < q; ++i) {
+        own[i] = o;
+        ++lent[i];
+      }
+      n_borrowed_[kind][to] += q - p;
+      p = q;
+    }
+  }
+  // The rest is copied: on global runs the rows of the page the boundary falls in, on local runs the window
+  // before n (as CopyCells).
+  const int32_t lo = window_ > 0 ? std::max(slots_[from].floor, std::max<int32_t>(0, n - window_)) : 0;
+  if (window_ > 0) slots_[to].floor = lo;
+  for (int il = 0; il < config_.n_layer; ++il) {
+    for (int kv = 0; kv < 2; ++kv) {
+      const size_t row = kv == 0 ? k_row_bytes_ : v_row_bytes_;
+      const size_t begin = is_local(il) ? row * static_cast<size_t>(lo) : row * static_cast<size_t>(n) / page * page;
+      const size_t end = row * static_cast<size_t>(n);
+      if (end > begin) std::memcpy(RunBase(il, kv, to) + begin, RunBase(il, kv, from) + begin, end - begin);
+    }
+  }
+  SetCells(to, n);
+}
+
+int KvCache::PageOwner(int kind, int slot, size_t p) const {
+  const std::vector<int32_t>& own = owner_[kind][slot];
+  return p < own.size() ? own[p] : slot;
+}
+
+Status KvCache::MapPages(int view, int home, int kind, size_t p, size_t count) {
+  const size_t page = vm::PageSize();
+  for (int il = 0; il < config_.n_layer; ++il) {
+    if (is_local(il)) continue;
+    uint8_t* at = RunBase(il, kind, view) + p * page;
+    const uint64_t offset = static_cast<uint64_t>(RunBase(il, kind, home) - base_) + p * page;
+    LS_RETURN_IF_ERROR(vm::MapFilePages(at, count * page, fd_, offset));
+    (void)vm::AdviseNoHugePages(at, count * page);  // a new mapping does not inherit the arena's advice
+  }
+  return Status::Ok();
+}
+
+Status KvCache::Privatize(int slot, int32_t cell) {
+  if (!shares_pages()) return Status::Ok();
+  const size_t page = vm::PageSize();
+  for (int kind = 0; kind < 2; ++kind) {
+    const size_t row = KindRow(kind);
+    const size_t first = row * static_cast<size_t>(cell) / page;  // the first page holding a cell >= `cell`
+    const size_t kept = row * static_cast<size_t>(cell) - first * page;  // its bytes of earlier cells
+    // Pages it maps from another slot: its own again (untouched pages: zero), the kept rows copied over.
+    std::vector<int32_t>& own = owner_[kind][slot];
+    for (size_t p = first; p < own.size();) {
+      const int o = own[p];
+      size_t q = p + 1;
+      while (q < own.size() && own[q] == o) ++q;
+      if (o != slot) {
+        LS_RETURN_IF_ERROR(MapPages(slot, slot, kind, p, q - p));
+        if (p == first && kept > 0) {
+          for (int il = 0; il < config_.n_layer; ++il) {
+            if (!is_local(il)) std::memcpy(RunBase(il, kind, slot) + p * page, RunBase(il, kind, o) + p * page, kept);
+          }
+        }
+        for (size_t i = p; i < q; ++i) --lent_[kind][o][i];
+        n_borrowed_[kind][slot] -= q - p;
+      }
+      p = q;
+    }
+    if (own.size() > first) own.resize(first);
+    // Its own pages others map: handed, copied, to one of them, in runs of one set of borrowers.
+    std::vector<int32_t>& lent = lent_[kind][slot];
+    auto borrowers_of = [&](size_t p) {
+      std::vector<int> b;
+      for (int x = 0; x < config_.n_slot; ++x) {
+        if (x != slot && PageOwner(kind, x, p) == slot) b.push_back(x);
+      }
+      return b;
+    };
+    for (size_t p = first; p < lent.size();) {
+      if (lent[p] == 0) {
+        ++p;
+        continue;
+      }
+      const std::vector<int> borrowers = borrowers_of(p);
+      size_t q = p + 1;
+      while (q < lent.size() && lent[q] > 0 && borrowers_of(q) == borrowers) ++q;
+      if (borrowers.empty()) return Internal("kv cache: page lent to nobody");
+      LS_RETURN_IF_ERROR(HandOver(kind, slot, p, q - p, borrowers));
+      p = q;
+    }
+    if (lent.size() > first) lent.resize(first);
+  }
+  return Status::Ok();
+}
+
+Status KvCache::HandOver(int kind, int slot, size_t p, size_t count, const std::vector<int>& borrowers) {
+  const size_t page = vm::PageSize();
+  const int x = borrowers[0];
+  LS_RETURN_IF_ERROR(MapPages(x, x, kind, p, count));
+  for (int il = 0; il < config_.n_layer; ++il) {
+    if (!is_local(il)) {
+      std::memcpy(RunBase(il, kind, x) + p * page, RunBase(il, kind, slot) + p * page, count * page);
+    }
+  }
+  for (size_t b = 1; b < borrowers.size(); ++b) LS_RETURN_IF_ERROR(MapPages(borrowers[b], x, kind, p, count));
+  std::vector<int32_t>& lent_x = lent_[kind][x];
+  if (lent_x.size() < p + count) lent_x.resize(p + count, 0);
+  for (size_t i = p; i < p + count; ++i) {
+    for (int b : borrowers) owner_[kind][b][i] = x;
+    lent_x[i] = static_cast<int32_t>(borrowers.size()) - 1;
+    lent_[kind][slot][i] = 0;
+  }
+  n_borrowed_[kind][x] -= count;
+  return Status::Ok();
 }
 
 void KvCache::SetRestored(int slot, int32_t n, int32_t floor) {
@@ -213,6 +392,17 @@ uint64_t KvCache::committed_bytes(int slot) const {
 uint64_t KvCache::committed_bytes() const {
   uint64_t total = 0;
   for (int s = 0; s < config_.n_slot; ++s) total += committed_bytes(s);
+  return total - shared_bytes();
+}
+
+uint64_t KvCache::shared_bytes(int slot) const {
+  const uint64_t pages = n_borrowed_[0][slot] + n_borrowed_[1][slot];
+  return pages * vm::PageSize() * static_cast<uint64_t>(config_.n_layer - n_local_);
+}
+
+uint64_t KvCache::shared_bytes() const {
+  uint64_t total = 0;
+  for (int s = 0; s < config_.n_slot; ++s) total += shared_bytes(s);
   return total;
 }
 
@@ -221,6 +411,7 @@ Result<uint64_t> KvCache::Trim(int slot, int32_t n_keep) {
   n_keep = std::clamp<int32_t>(n_keep, 0, config_.n_ctx_slot);
   // A point the local layers can no longer continue from keeps nothing (never a window with holes).
   if (n_keep < s.n_cells && ReusableCells(slot, n_keep) != n_keep) n_keep = 0;
+  if (n_keep < s.high_water) LS_RETURN_IF_ERROR(Privatize(slot, n_keep));
   s.n_cells = std::min(s.n_cells, n_keep);
   const uint64_t before = committed_bytes(slot);
   const int32_t floor = s.floor;  // the local runs' pages before it are gone already
@@ -233,7 +424,7 @@ Result<uint64_t> KvCache::Trim(int slot, int32_t n_keep) {
       size_t keep = vm::AlignUp(row * static_cast<size_t>(n_keep), page);
       if (is_local(il)) keep = std::max(keep, row * static_cast<size_t>(floor) / page * page);
       const size_t used = vm::AlignUp(row * static_cast<size_t>(s.high_water), page);
-      if (used > keep) LS_RETURN_IF_ERROR(vm::Release(RunBase(il, kv, slot) + keep, used - keep));
+      if (used > keep) LS_RETURN_IF_ERROR(Drop(RunBase(il, kv, slot) + keep, used - keep));
     }
   }
   s.high_water = n_keep;
@@ -246,12 +437,23 @@ Result<uint64_t> KvCache::ReleaseAll() {
     return uint64_t{0};
   }
   const uint64_t before = committed_bytes();
-  LS_RETURN_IF_ERROR(vm::Release(base_, reserved_));
+  if (fd_ >= 0) {
+    // Every address back on its own page of the file, then all of the file's pages freed.
+    LS_RETURN_IF_ERROR(vm::MapFilePages(base_, reserved_, fd_, 0));
+    (void)vm::AdviseNoHugePages(base_, reserved_);
+  }
+  LS_RETURN_IF_ERROR(Drop(base_, reserved_));
   for (auto& s : slots_) s = SlotCells{};
+  for (int kind = 0; kind < 2; ++kind) {
+    for (auto& v : owner_[kind]) v.clear();
+    for (auto& v : lent_[kind]) v.clear();
+    n_borrowed_[kind].assign(config_.n_slot, 0);
+  }
   return before;
 }
 
 Result<uint64_t> KvCache::ResidentBytes() const {
+  if (fd_ >= 0) return vm::MemoryFileBytes(fd_);
   LS_ASSIGN_OR_RETURN(size_t pages, vm::ResidentPages(base_, reserved_));
   return static_cast<uint64_t>(pages) * vm::PageSize();
 }

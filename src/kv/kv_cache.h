@@ -1,8 +1,13 @@
-// The KV cache: one anonymous reservation, laid out [layer][K|V][slot][cell][n_embd_kv], one row per token,
-// V not transposed (cell index = position). Every (layer, K|V, slot) run starts on a page boundary, so a slot
+// The KV cache: one reservation, laid out [layer][K|V][slot][cell][n_embd_kv], one row per token, V not
+// transposed (cell index = position). Every (layer, K|V, slot) run starts on a page boundary, so a slot
 // holding n tokens has committed exactly ceil(n * row_bytes / page) pages per global run and nothing else.
-// Nothing is written at creation (no memset: untouched anonymous pages read as zero and cost no memory)
-// except in eager mode.
+// Nothing is written at creation (no memset: untouched pages read as zero and cost no memory) except in eager
+// mode.
+//
+// The reservation maps a sparse memory file (memfd) whose layout is the same: each page's "home" in the file
+// is its own offset. Slots that start alike can then hold their common prefix once: ShareCells maps one
+// slot's whole pages at another slot's addresses, so attention still reads each slot's rows contiguously
+// (docs/decisions/0019-shared-prefix-pages.md).
 //
 // Storage and bookkeeping are apart: the runs are only storage, and per slot the cache records what each
 // group of layers holds. Global layers hold cells [0, n_cells). Local (sliding-window) layers hold only the
@@ -32,6 +37,8 @@ struct KvConfig {
   TensorType type_k = TensorType::kF16;
   TensorType type_v = TensorType::kF16;
   bool eager = false;  // commit and zero-fill everything at creation (llama.cpp's behaviour, for comparison)
+  // ShareCells maps the source's pages (needs a memory file and lazy mode); false: it copies them.
+  bool share_pages = true;
   // Per layer, the sliding window of a local layer (its queries see the last `window` cells), 0 for a
   // global one; empty: every layer global. All local layers share one window.
   std::vector<int32_t> layer_window;
@@ -89,6 +96,14 @@ class KvCache {
   // before n) and sets `to`'s cell count to n; `to` must hold no more than n cells, and ReusableCells(from,
   // n) must be n. It commits those cells' pages in `to` (a copy, not shared pages).
   void CopyCells(int from, int to, int32_t n);
+  // As CopyCells, but on global layers `to` maps `from`'s whole pages of cells [0, n) instead of copying
+  // them (the page the boundary falls in is copied; local layers copy their window): both slots then read one
+  // copy. `to` is emptied first. A page two slots map is never written again: a slot that trims, releases or
+  // rewinds into it first takes its own page back (if it maps another's) or hands its page, copied, to one of
+  // the slots that map it (if it is the owner). Copies instead when !shares_pages().
+  void ShareCells(int from, int to, int32_t n);
+  // Whether ShareCells maps pages (asked for, a memory file backs the arena and it is not eager mode).
+  bool shares_pages() const { return fd_ >= 0 && !config_.eager && config_.share_pages; }
   // Sets a slot restored from a file: cells [0, n) held, local layers from `floor` (whose rows the caller
   // wrote). floor must be 0 without local layers and at most n.
   void SetRestored(int slot, int32_t n, int32_t floor);
@@ -100,8 +115,14 @@ class KvCache {
   uint64_t reserved_bytes() const { return reserved_; }
   uint64_t reserved_bytes_k() const;
   uint64_t reserved_bytes_v() const;
+  // Distinct committed bytes: a page several slots map counts once.
   uint64_t committed_bytes() const;
+  // Bytes one slot maps: its own pages and those it maps from others (shared_bytes).
   uint64_t committed_bytes(int slot) const;
+  // Of committed_bytes(slot), the bytes of other slots' pages it maps; summed over the slots, the bytes
+  // sharing saves (committed_bytes() = the sum of committed_bytes(slot) - shared_bytes()).
+  uint64_t shared_bytes(int slot) const;
+  uint64_t shared_bytes() const;
   // Most bytes committed at once since creation (checked at every SetCells: the --kv-budget proof).
   uint64_t peak_committed_bytes() const { return peak_committed_; }
   // Bytes one slot commits at most while it holds `cells` cells (all layers, K and V, whole pages; a local
@@ -110,7 +131,8 @@ class KvCache {
   uint64_t BytesForCells(int32_t cells) const;
   // Most cells one slot can hold within `bytes` (capped at n_ctx_slot).
   int32_t CellsForBytes(uint64_t bytes) const;
-  // Pages the kernel reports resident over the whole arena (mincore), in bytes.
+  // Bytes the kernel holds for the arena, each page once: the memory file's allocation (mincore of the
+  // arena without one).
   Result<uint64_t> ResidentBytes() const;
   // Resident pages of one (layer, K|V, slot) run (for tests).
   Result<size_t> ResidentPagesOfRun(int il, int kv, int slot) const;
@@ -123,6 +145,21 @@ class KvCache {
   static uint64_t RunBytes(size_t row, int32_t floor, int32_t high_water);
   // Gives back the local runs' pages wholly before `floor` and records it as the slot's floor.
   Status RaiseFloor(int slot, int32_t floor);
+  // Returns [p, p + bytes) of one slot's own pages to the kernel.
+  Status Drop(uint8_t* p, size_t bytes);
+  // Sharing (ShareCells). A kind is the global runs of one row size: 0 the K runs, 1 the V runs. Pages are
+  // numbered within a run, and a slot's page p of every run of a kind has the same owner.
+  size_t KindRow(int kind) const { return kind == 0 ? k_row_bytes_ : v_row_bytes_; }
+  // The slot whose page p `slot` maps (itself unless shared).
+  int PageOwner(int kind, int slot, size_t p) const;
+  // Maps `view`'s pages [p, p + count) of every global run of `kind` onto `home`'s pages in the file.
+  Status MapPages(int view, int home, int kind, size_t p, size_t count);
+  // Makes every page of `slot` that holds a cell >= `cell` its own and lent to nobody, keeping the rows of
+  // cells below `cell`: the slot may then write or release them.
+  Status Privatize(int slot, int32_t cell);
+  // Hands `slot`'s pages [p, p + count) of `kind`, which `borrowers` map, to borrowers[0]: copied into its
+  // own pages, which the other borrowers then map.
+  Status HandOver(int kind, int slot, size_t p, size_t count, const std::vector<int>& borrowers);
 
   struct SlotCells {
     int32_t n_cells = 0;
@@ -139,6 +176,11 @@ class KvCache {
   int32_t window_ = 0;   // local layers' window, 0 when none
   int n_local_ = 0;      // local layers
   std::vector<SlotCells> slots_;
+  int fd_ = -1;          // the memory file behind the arena (-1: an anonymous reservation, no sharing)
+  // Per kind and slot: owner_[kind][slot][p], the slot whose page p it maps (past the vector's end, itself);
+  // lent_[kind][slot][p], how many other slots map its page p.
+  std::vector<std::vector<int32_t>> owner_[2], lent_[2];
+  std::vector<size_t> n_borrowed_[2];  // per kind and slot: its pages that another slot owns
 };
 
 }  // namespace lazyslot

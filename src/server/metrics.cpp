@@ -151,6 +151,9 @@ std::string RenderMetrics(const ServerState& st, const Engine* engine) {
            static_cast<double>(s.kv_reserved_bytes));
   w.Metric("lazyslot:kv_committed_bytes", "gauge", "KV-cache bytes backed by memory now.",
            static_cast<double>(s.kv_committed_bytes));
+  w.Metric("lazyslot:kv_shared_bytes", "gauge",
+           "KV-cache bytes slots map from other slots (a common prefix held once; in kv_committed_bytes once).",
+           static_cast<double>(s.kv_shared_bytes));
   w.Header("lazyslot:slot_committed_bytes", "gauge", "KV-cache bytes committed per slot.");
   for (const SlotInfo& slot : s.slots) {
     w.Sample("lazyslot:slot_committed_bytes", "slot=\"" + std::to_string(slot.id) + "\"",
@@ -176,9 +179,9 @@ std::string RenderMetrics(const ServerState& st, const Engine* engine) {
            static_cast<double>(s.weight_releases));
   w.Metric("lazyslot:weights_released", "gauge", "1 while the weights are dropped and not yet paged back.",
            s.weights_released ? 1 : 0);
-  // Measured now (mincore over the KV arena, /proc/self for the rest).
+  // Measured now (the KV arena's memory file, /proc/self for the rest).
   const MemoryReport mem = engine->Memory();
-  w.Metric("lazyslot:kv_resident_bytes", "gauge", "KV-cache pages resident in RAM (mincore).",
+  w.Metric("lazyslot:kv_resident_bytes", "gauge", "KV-cache pages resident in RAM (each page once).",
            static_cast<double>(mem.kv_resident));
   w.Metric("lazyslot:weights_mapped_bytes", "gauge", "Size of the model file mapping.",
            static_cast<double>(mem.weights_mapped));
@@ -190,6 +193,9 @@ std::string RenderMetrics(const ServerState& st, const Engine* engine) {
            static_cast<double>(mem.rss_anon));
   w.Metric("lazyslot:process_resident_file_bytes", "gauge", "File-backed part of the resident set (weights).",
            static_cast<double>(mem.rss_file));
+  w.Metric("lazyslot:process_resident_shmem_bytes", "gauge",
+           "Memory-file part of the resident set (the KV cache; a shared KV page once per slot that maps it).",
+           static_cast<double>(mem.rss_shmem));
   if (st.router) RouterMetrics(*st.router, w);
   ServerCounters(st, w);
   return w.Take();

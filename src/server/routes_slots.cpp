@@ -23,6 +23,7 @@ void ListSlots(const Engine& engine, httplib::Response& res) {
   for (const SlotInfo& s : stats.slots) {
     const nlohmann::json memory = {{"kv_reserved_bytes", slot_reserved},
                                    {"kv_committed_bytes", s.committed_bytes},
+                                   {"kv_shared_bytes", s.shared_bytes},
                                    {"n_cells", s.n_tokens},
                                    {"kv_committed_total_bytes", mem.kv_committed},
                                    {"kv_resident_total_bytes", mem.kv_resident},

@@ -1,0 +1,89 @@
+// Shared prefix pages through the real server (KvCache::ShareCells, docs/decisions/0019): the n choices of one
+// prompt map one copy of its KV. The choices read exactly what copies would give (greedy text equal with
+// --no-kv-share), /slots and /metrics count each shared page once, and a choice's slot keeps its rows when the
+// slot it mapped them from is reassigned to another conversation.
+#include <gtest/gtest.h>
+
+#include "server_harness.h"
+
+namespace lazyslot::testing {
+namespace {
+
+constexpr char kQwen[] = "models/qwen3-tiny-q8_0.gguf";
+
+std::vector<int> Tokens(int n, int salt) {
+  std::vector<int> t;
+  for (int i = 0; i < n; ++i) t.push_back(3 + (i * 53 + salt * 17) % 500);
+  return t;
+}
+
+json Choices(ServerProcess& srv, const std::vector<int>& prompt, int n) {
+  HttpResult r = srv.Post("/v1/completions",
+                          {{"prompt", prompt}, {"n", n}, {"max_tokens", 8}, {"temperature", 0}, {"seed", 1}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  return r.status == 200 ? r.Json()["choices"] : json::array();
+}
+
+json Complete(ServerProcess& srv, const std::vector<int>& prompt, int id_slot) {
+  HttpResult r = srv.Post("/completion", {{"prompt", prompt},
+                                          {"n_predict", 8},
+                                          {"temperature", 0},
+                                          {"id_slot", id_slot},
+                                          {"return_tokens", true}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  return r.status == 200 ? r.Json() : json::object();
+}
+
+TEST(ServerShare, ChoicesMapOnePromptAndReadWhatCopiesWould) {
+  REQUIRE_SHARED_FILE(kQwen);
+  START_SERVER(on, {"-m", SharedPath(kQwen), "-np", "4", "-c", "4096", "--metrics"});
+  START_SERVER(off, {"-m", SharedPath(kQwen), "-np", "4", "-c", "4096", "--metrics", "--no-kv-share"});
+  EXPECT_EQ(on->Get("/props").Json()["kv_share"], true);
+  EXPECT_EQ(off->Get("/props").Json()["kv_share"], false);
+  const std::vector<int> prompt = Tokens(600, 1);
+  const json shared = Choices(*on, prompt, 4);
+  const json copied = Choices(*off, prompt, 4);
+  ASSERT_EQ(shared.size(), 4u);
+  ASSERT_EQ(copied.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(shared[i]["text"], shared[0]["text"]) << "greedy choices agree";
+    EXPECT_EQ(shared[i]["text"], copied[i]["text"]) << "choice " << i;
+  }
+
+  // The slots keep the prompt: three of them map the first one's whole pages (599 cells of 256-byte rows:
+  // 37 pages of each of the 2 layers' K and V runs), and the distinct total counts them once.
+  const json slots = on->Get("/slots").Json();
+  uint64_t sum = 0, shared_sum = 0;
+  int sharers = 0;
+  for (const json& s : slots) {
+    const json& m = s["memory"];
+    sum += m["kv_committed_bytes"].get<uint64_t>();
+    shared_sum += m["kv_shared_bytes"].get<uint64_t>();
+    if (m["kv_shared_bytes"].get<uint64_t>() > 0) {
+      ++sharers;
+      EXPECT_EQ(m["kv_shared_bytes"], 37u * 4 * 4096) << m.dump();
+    }
+  }
+  EXPECT_EQ(sharers, 3) << slots.dump();
+  const std::string metrics = on->Get("/metrics").body;
+  EXPECT_EQ(Metric(metrics, "lazyslot:kv_shared_bytes"), static_cast<double>(shared_sum));
+  EXPECT_EQ(Metric(metrics, "lazyslot:kv_committed_bytes"), static_cast<double>(sum - shared_sum));
+  EXPECT_EQ(Metric(metrics, "lazyslot:kv_resident_bytes"), static_cast<double>(sum - shared_sum));
+  const std::string metrics_off = off->Get("/metrics").body;
+  EXPECT_EQ(Metric(metrics_off, "lazyslot:kv_shared_bytes"), 0.0);
+  EXPECT_EQ(Metric(metrics_off, "lazyslot:kv_committed_bytes"), static_cast<double>(sum));
+
+  // Every slot now runs another conversation but one: whichever slot owned the pages hands them over, and
+  // the remaining slot still continues the prompt as a fresh computation does.
+  for (int id = 0; id < 3; ++id) Complete(*on, Tokens(300, 10 + id), id);
+  const json again = Complete(*on, prompt, 3);
+  EXPECT_GE(again["timings"]["cache_n"].get<int>(), 599) << again["timings"].dump();
+  EXPECT_EQ(again["content"], Complete(*off, prompt, 3)["content"]);
+  EXPECT_EQ(again["content"], shared[0]["text"]);
+  const std::string after = on->Get("/metrics").body;
+  EXPECT_EQ(Metric(after, "lazyslot:kv_shared_bytes"), 0.0);
+  EXPECT_EQ(Metric(after, "lazyslot:kv_committed_bytes"), Metric(after, "lazyslot:kv_resident_bytes"));
+}
+
+}  // namespace
+}  // namespace lazyslot::testing
