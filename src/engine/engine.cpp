@@ -153,6 +153,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
   }
   impl->slots.resize(n_slots);
   for (int i = 0; i < n_slots; ++i) impl->slots[i].id = i;
+  impl->prefix_index = PrefixIndex(n_slots);
   impl->stats.kv_reserved_bytes = impl->kv->reserved_bytes();
   impl->stats.kv_budget_bytes = config.kv_budget;
   if (config.warmup) {
@@ -435,6 +436,11 @@ void Engine::Impl::Step() {
   // The batch's tokens now hold cells: they are what a later request may reuse (an encoder keeps none).
   if (!enc) {
     for (int32_t i = 0; i < batch.size(); ++i) slots[batch.slot[i]].cache.push_back(batch.tokens[i]);
+    for (int32_t i = 0; i < batch.size(); ++i) {
+      if (i + 1 == batch.size() || batch.slot[i + 1] != batch.slot[i]) {
+        prefix_index.Extend(batch.slot[i], slots[batch.slot[i]].cache);
+      }
+    }
   }
   for (int id : progress) {
     Slot& s = slots[id];

@@ -17,6 +17,7 @@
 
 #include "engine/constrained.h"
 #include "engine/engine.h"
+#include "engine/prefix_index.h"
 #include "engine/text_output.h"
 #include "kv/kv_cache.h"
 #include "model/encoder.h"
@@ -83,6 +84,7 @@ struct Engine::Impl {
   std::unique_ptr<Forward> fwd;          // decoders
   std::unique_ptr<Encoder> enc;          // encoders (bert): no KV; each prompt goes whole into one pass
   std::vector<Slot> slots;
+  PrefixIndex prefix_index{0};  // which slots hold which prompt prefixes (their `cache`), for sharing
   std::thread thread;
   int32_t capacity_cells = 0;  // most cells one request may use: the slot size, capped by --kv-budget
   uint64_t model_id = 0;       // identity of the weights, written into slot files
@@ -144,6 +146,9 @@ struct Engine::Impl {
   // For a request that shares another's prompt (n > 1): the busy slot holding that prompt's KV, or null.
   // *wait: that request still computes its prompt, so this one should wait for it.
   Slot* PromptSource(const GenerationRequest& req, bool* wait);
+  // The slot other than `except` (busy or idle) holding the longest prefix of `prompt`, at most `limit`
+  // tokens that it can share (KvCache::ReusableCells), or null; *n: that prefix's length.
+  Slot* PrefixHolder(const std::vector<TokenId>& prompt, int32_t limit, int except, int32_t* n);
   // Budget bytes held by every slot but `except`: busy slots their reservation, idle slots their own KV
   // pages (OwnedBytes), so a page several slots map counts once, for its owner.
   uint64_t BudgetUsedExcept(int except) const;

@@ -1,6 +1,7 @@
 // The engine's memory policy: which idle slot a request gets (longest reusable prompt prefix, else an
-// empty or least recently used slot), how much of the slot's kept KV it reuses, the --kv-budget admission
-// that keeps committed KV under the cap at every step, and the idle releases (KV + scratch, weights).
+// empty or least recently used slot), how much of the slot's kept KV it reuses, a longer prefix another slot
+// holds mapped instead of recomputed (shared pages), the --kv-budget admission that keeps committed KV under
+// the cap at every step, and the idle releases (KV + scratch, weights).
 #include <malloc.h>
 
 #include <algorithm>
@@ -82,6 +83,7 @@ void Engine::Impl::TrimSlot(Slot& s, int32_t keep, const char* why) {
   const int32_t had = kv->n_cells(s.id);
   Result<uint64_t> released = kv->Trim(s.id, keep);
   s.cache.resize(keep);
+  prefix_index.Truncate(s.id, keep);
   if (keep == 0) s.commit_logged = false;
   if (!released.ok()) {
     LS_LOG_WARN("slot %d: releasing KV pages failed: %s", s.id, released.status().ToString().c_str());
@@ -145,7 +147,9 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
     // prompt token is always computed, for its logits); else an empty one; else the least recently used.
     // A match that would throw away more of that slot's kept tokens than it reuses (another conversation
     // sharing only the template's first tokens) does not count while an empty slot is free: that slot's
-    // conversation keeps its cache for its next turn. (With every slot holding a conversation, the longest
+    // conversation keeps its cache for its next turn. With shared pages, no kept token of another
+    // conversation is thrown away while an empty slot is free: the common prefix is mapped into that slot
+    // instead (below). (With every slot holding a conversation, the longest
     // match still wins: measured in the fleet test, taking the least recently used slot instead kept no more
     // whole prompts and lost the shared preamble.)
     Slot* best = nullptr;
@@ -159,12 +163,22 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
         // point is recomputed from the start (ReusableCells), and timings.cache_n says so.
         const int32_t k = kv->ReusableCells(s.id, std::min(CommonPrefix(s.cache, p.req.prompt), n_prompt - 1));
         const int32_t lost = static_cast<int32_t>(s.cache.size()) - k;
-        if (empty_free && lost > k) continue;
+        if (empty_free && (kv->shares_pages() ? lost > 0 : lost > k)) continue;
         if (k > keep) {
           keep = k;
           best = &s;
         }
       }
+    }
+    // A longer prefix that another slot holds (a busy one, or one this request should not take over) is
+    // mapped from it rather than computed again (KvCache::ShareCells), into a slot chosen as for a new
+    // conversation. It must beat the slot's own reuse by a block at least.
+    Slot* holder = nullptr;
+    int32_t shared = 0;
+    if (p.req.cache_prompt && !p.req.embedding && !source && !enc) {
+      holder = PrefixHolder(p.req.prompt, n_prompt - 1, -1, &shared);
+      if (holder && shared < keep + PrefixIndex::kBlock) holder = nullptr;
+      if (holder) best = nullptr;
     }
     if (!best) {
       for (Slot& s : slots) {
@@ -177,6 +191,12 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
     }
     if (!best) return p.req.id_slot >= 0 ? Admit::kPass : Admit::kStop;  // no usable slot is idle
     Slot& s = *best;
+    if (holder == &s) {  // the holder itself is the slot to take: its own prefix, nothing to share
+      keep = shared;
+      holder = nullptr;
+    } else if (holder) {
+      keep = 0;  // the slot's own cells go; the holder's prefix takes their place
+    }
     // The most cells this request can fill: prompt + n_predict, within the slot and the budget.
     int32_t limit = capacity_cells;
     if (p.req.embedding) {
@@ -204,8 +224,17 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
       keep = n_prompt - 1;
       kv->ShareCells(source->id, s.id, keep);
       s.cache.assign(p.req.prompt.begin(), p.req.prompt.begin() + keep);
+      prefix_index.Extend(s.id, s.cache);
       LS_LOG_DEBUG("slot %d: %d prompt cells from slot %d (another choice of the same prompt): %.2f MiB shared",
                    s.id, keep, source->id, MiB(kv->shared_bytes(s.id)));
+    }
+    if (holder) {
+      keep = shared;
+      kv->ShareCells(holder->id, s.id, keep);
+      s.cache.assign(p.req.prompt.begin(), p.req.prompt.begin() + keep);
+      prefix_index.Extend(s.id, s.cache);
+      LS_LOG_DEBUG("slot %d: maps %d prompt cells held by slot %d: %.2f MiB shared", s.id, keep, holder->id,
+                   MiB(kv->shared_bytes(s.id)));
     }
     s.req = std::move(p.req);
     s.stream = std::move(p.stream);
@@ -230,6 +259,26 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
                    static_cast<unsigned long long>(s.stream->id()), keep, n_prompt);
     return Admit::kAdmitted;
   }
+}
+
+Engine::Impl::Slot* Engine::Impl::PrefixHolder(const std::vector<TokenId>& prompt, int32_t limit, int except,
+                                               int32_t* n) {
+  *n = 0;
+  if (!kv->shares_pages() || limit <= 0) return nullptr;
+  int32_t blocks = 0;
+  const std::vector<int> holders = prefix_index.Longest(prompt, limit, &blocks);
+  for (int id : holders) {
+    if (id == except) continue;
+    Slot& h = slots[id];
+    // The index holds hashes: the tokens decide, and the match may run on past the last whole block.
+    const int32_t common = std::min({CommonPrefix(h.cache, prompt), limit, kv->n_cells(h.id)});
+    const int32_t k = kv->ReusableCells(h.id, common);
+    if (k > 0 && k >= blocks * PrefixIndex::kBlock) {
+      *n = k;
+      return &h;
+    }
+  }
+  return nullptr;
 }
 
 Engine::Impl::Slot* Engine::Impl::PromptSource(const GenerationRequest& req, bool* wait) {
@@ -304,6 +353,7 @@ void Engine::Impl::IdleRelease(Clock::time_point now) {
       LS_LOG_WARN("idle release of the KV cache failed: %s", released.status().ToString().c_str());
     for (Slot& s : slots) {
       s.cache.clear();
+      prefix_index.Truncate(s.id, 0);
       s.commit_logged = false;
     }
     ReleaseScratch();

@@ -1,8 +1,12 @@
 // Shared prefix pages through the real server (KvCache::ShareCells, docs/decisions/0019): the n choices of one
-// prompt map one copy of its KV. The choices read exactly what copies would give (greedy text equal with
-// --no-kv-share), /slots and /metrics count each shared page once, and a choice's slot keeps its rows when the
-// slot it mapped them from is reassigned to another conversation.
+// prompt, and conversations that start with one system prompt, map one copy of its KV, from an idle slot or
+// from one still generating. They read exactly what copies would give (greedy text equal with
+// --no-kv-share), /slots and /metrics count each shared page once, and a slot keeps its rows when the slot it
+// mapped them from is reassigned to another conversation.
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
 
 #include "server_harness.h"
 
@@ -83,6 +87,91 @@ TEST(ServerShare, ChoicesMapOnePromptAndReadWhatCopiesWould) {
   const std::string after = on->Get("/metrics").body;
   EXPECT_EQ(Metric(after, "lazyslot:kv_shared_bytes"), 0.0);
   EXPECT_EQ(Metric(after, "lazyslot:kv_committed_bytes"), Metric(after, "lazyslot:kv_resident_bytes"));
+}
+
+std::vector<int> Cat(std::vector<int> a, const std::vector<int>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+json CompleteAny(ServerProcess& srv, const std::vector<int>& prompt, int n_predict = 8) {
+  HttpResult r = srv.Post("/completion", {{"prompt", prompt}, {"n_predict", n_predict}, {"temperature", 0}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  return r.status == 200 ? r.Json() : json::object();
+}
+
+// Four conversations with one 600-token system prompt: each after the first maps the prompt's whole pages from
+// a slot that holds it, into a slot of its own, and every conversation keeps its slot for its next turn.
+TEST(ServerShare, ConversationsWithOneSystemPromptHoldItOnce) {
+  REQUIRE_SHARED_FILE(kQwen);
+  START_SERVER(on, {"-m", SharedPath(kQwen), "-np", "4", "-c", "4096", "--metrics"});
+  START_SERVER(off, {"-m", SharedPath(kQwen), "-np", "4", "-c", "4096", "--metrics", "--no-kv-share"});
+  const std::vector<int> system = Tokens(600, 1);
+  std::vector<std::vector<int>> prompts;
+  for (int i = 0; i < 4; ++i) prompts.push_back(Cat(system, Tokens(40, 100 + i)));
+  std::vector<std::string> answers;
+  for (int i = 0; i < 4; ++i) {
+    const json a = CompleteAny(*on, prompts[i]);
+    const json b = CompleteAny(*off, prompts[i]);
+    EXPECT_EQ(a["content"], b["content"]) << "conversation " << i;
+    EXPECT_EQ(a["timings"]["cache_n"], i == 0 ? 0 : 600) << a["timings"].dump();
+    EXPECT_EQ(b["timings"]["cache_n"], i == 0 ? 0 : 600) << "a slot of the same conversation's prefix";
+    answers.push_back(a["content"]);
+  }
+  const json slots = on->Get("/slots").Json();
+  uint64_t sum = 0, shared_sum = 0;
+  int sharers = 0;
+  for (const json& s : slots) {
+    const json& m = s["memory"];
+    EXPECT_GE(m["n_cells"].get<int>(), 640) << "every conversation kept: " << slots.dump();
+    sum += m["kv_committed_bytes"].get<uint64_t>();
+    shared_sum += m["kv_shared_bytes"].get<uint64_t>();
+    if (m["kv_shared_bytes"].get<uint64_t>() > 0) {
+      ++sharers;
+      EXPECT_EQ(m["kv_shared_bytes"], 37u * 4 * 4096) << m.dump();  // 600 cells of 256-byte rows, 4 runs
+    }
+  }
+  EXPECT_EQ(sharers, 3);
+  // Copies of the prefix would cost `sum`; it is held once. (Without sharing the conversations replace each
+  // other's slots instead: each keeps its prefix only by taking over the last one's.)
+  const std::string metrics = on->Get("/metrics").body;
+  EXPECT_EQ(Metric(metrics, "lazyslot:kv_committed_bytes"), static_cast<double>(sum - shared_sum));
+  EXPECT_EQ(Metric(metrics, "lazyslot:kv_resident_bytes"), static_cast<double>(sum - shared_sum));
+  // Each conversation's next turn continues in its own slot, from everything it holds.
+  const json next = CompleteAny(*on, Cat(prompts[2], Tokens(20, 7)));
+  EXPECT_GE(next["timings"]["cache_n"].get<int>(), 640) << next["timings"].dump();
+  EXPECT_EQ(next["content"], CompleteAny(*off, Cat(prompts[2], Tokens(20, 7)))["content"]);
+}
+
+// A request whose prefix a busy slot is still generating after maps what that slot has computed.
+TEST(ServerShare, APrefixIsMappedFromASlotStillGenerating) {
+  REQUIRE_SHARED_FILE(kQwen);
+  START_SERVER(srv, {"-m", SharedPath(kQwen), "-np", "2", "-c", "2048"});
+  const std::vector<int> system = Tokens(600, 3);
+  json first;
+  std::thread long_one([&] {
+    HttpResult r = srv->Post("/completion", {{"prompt", Cat(system, Tokens(10, 1))},
+                                             {"n_predict", 400},
+                                             {"ignore_eos", true},
+                                             {"temperature", 0}});
+    first = r.Json();
+  });
+  bool seen_busy = false;
+  for (int i = 0; i < 2000 && !seen_busy; ++i) {
+    const json slots = srv->Get("/slots").Json();
+    for (const json& s : slots) {
+      seen_busy = seen_busy || (s["is_processing"] == true && s["n_tokens"].get<int>() > 610);
+    }
+    if (!seen_busy) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const json second = CompleteAny(*srv, Cat(system, Tokens(10, 2)));
+  long_one.join();
+  EXPECT_TRUE(seen_busy) << "the first request was seen generating";
+  EXPECT_EQ(second["timings"]["cache_n"], 600) << second["timings"].dump();
+  EXPECT_EQ(first["timings"]["predicted_n"], 400) << first.dump();
+  // The same text as a server computing it alone.
+  START_SERVER(alone, {"-m", SharedPath(kQwen), "-np", "1", "-c", "1024"});
+  EXPECT_EQ(second["content"], CompleteAny(*alone, Cat(system, Tokens(10, 2)))["content"]);
 }
 
 }  // namespace
