@@ -146,9 +146,9 @@ struct Engine::Impl {
   // For a request that shares another's prompt (n > 1): the busy slot holding that prompt's KV, or null.
   // *wait: that request still computes its prompt, so this one should wait for it.
   Slot* PromptSource(const GenerationRequest& req, bool* wait);
-  // The slot other than `except` (busy or idle) holding the longest prefix of `prompt`, at most `limit`
-  // tokens that it can share (KvCache::ReusableCells), or null; *n: that prefix's length.
-  Slot* PrefixHolder(const std::vector<TokenId>& prompt, int32_t limit, int except, int32_t* n);
+  // The slot (busy or idle) holding the longest prefix of `prompt`, at most `limit` tokens that it can
+  // share (KvCache::ReusableCells), or null; *n: that prefix's length.
+  Slot* PrefixHolder(const std::vector<TokenId>& prompt, int32_t limit, int32_t* n);
   // Budget bytes held by every slot but `except`: busy slots their reservation, idle slots their own KV
   // pages (OwnedBytes), so a page several slots map counts once, for its owner.
   uint64_t BudgetUsedExcept(int except) const;

@@ -176,7 +176,7 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
     Slot* holder = nullptr;
     int32_t shared = 0;
     if (p.req.cache_prompt && !p.req.embedding && !source && !enc) {
-      holder = PrefixHolder(p.req.prompt, n_prompt - 1, -1, &shared);
+      holder = PrefixHolder(p.req.prompt, n_prompt - 1, &shared);
       if (holder && shared < keep + PrefixIndex::kBlock) holder = nullptr;
       if (holder) best = nullptr;
     }
@@ -229,8 +229,9 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
                    s.id, keep, source->id, MiB(kv->shared_bytes(s.id)));
     }
     if (holder) {
-      keep = shared;
-      kv->ShareCells(holder->id, s.id, keep);
+      // What the holder still holds: making room for the budget above may have trimmed an idle holder.
+      kv->ShareCells(holder->id, s.id, std::min<int32_t>(shared, static_cast<int32_t>(holder->cache.size())));
+      keep = kv->n_cells(s.id);
       s.cache.assign(p.req.prompt.begin(), p.req.prompt.begin() + keep);
       prefix_index.Extend(s.id, s.cache);
       LS_LOG_DEBUG("slot %d: maps %d prompt cells held by slot %d: %.2f MiB shared", s.id, keep, holder->id,
@@ -261,14 +262,12 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
   }
 }
 
-Engine::Impl::Slot* Engine::Impl::PrefixHolder(const std::vector<TokenId>& prompt, int32_t limit, int except,
-                                               int32_t* n) {
+Engine::Impl::Slot* Engine::Impl::PrefixHolder(const std::vector<TokenId>& prompt, int32_t limit, int32_t* n) {
   *n = 0;
   if (!kv->shares_pages() || limit <= 0) return nullptr;
   int32_t blocks = 0;
   const std::vector<int> holders = prefix_index.Longest(prompt, limit, &blocks);
   for (int id : holders) {
-    if (id == except) continue;
     Slot& h = slots[id];
     // The index holds hashes: the tokens decide, and the match may run on past the last whole block.
     const int32_t common = std::min({CommonPrefix(h.cache, prompt), limit, kv->n_cells(h.id)});
