@@ -435,11 +435,11 @@ void Engine::Impl::Step() {
   }
   // The batch's tokens now hold cells: they are what a later request may reuse (an encoder keeps none).
   if (!enc) {
-    for (int32_t i = 0; i < batch.size(); ++i) slots[batch.slot[i]].cache.push_back(batch.tokens[i]);
     for (int32_t i = 0; i < batch.size(); ++i) {
-      if (i + 1 == batch.size() || batch.slot[i + 1] != batch.slot[i]) {
-        prefix_index.Extend(batch.slot[i], slots[batch.slot[i]].cache);
-      }
+      Slot& s = slots[batch.slot[i]];
+      s.cache.push_back(batch.tokens[i]);
+      // After a slot's last token of the batch, its new whole blocks go into the prefix index.
+      if (i + 1 == batch.size() || batch.slot[i + 1] != batch.slot[i]) prefix_index.Extend(s.id, s.cache);
     }
   }
   for (int id : progress) {
