@@ -335,7 +335,7 @@ void Engine::Impl::PublishSlotInfo() {
     info[i].n_ctx = engine->n_ctx_slot_;
     info[i].committed_bytes = kv->committed_bytes(s.id);
     info[i].shared_bytes = kv->shared_bytes(s.id);
-    info[i].budget_bytes = s.busy() ? s.budget_bytes : OwnedBytes(s.id);
+    info[i].budget_bytes = SlotBudgetBytes(s);
     info[i].n_cached = s.n_cached;
     budget_used += info[i].budget_bytes;
   }

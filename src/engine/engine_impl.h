@@ -60,7 +60,7 @@ struct Engine::Impl {
     uint64_t last_used = 0;      // tick of the last release (least recently used idle slot is evicted first)
     int32_t n_cached = 0;        // prompt tokens the current (or last) request reused from `cache`
     int32_t limit_cells = 0;     // most cells the current request may fill (slot size, or its budget share)
-    uint64_t budget_bytes = 0;   // worst-case KV reserved for the current request against --kv-budget
+    uint64_t budget_bytes = 0;   // worst-case KV of the current request (a slot of its own), for the budgets
     bool commit_logged = false;  // "first commit" logged since the slot was last empty
     // The token being handed to OnToken: its log-probabilities (requests with n_probs >= 0).
     float token_logprob = 0;
@@ -149,12 +149,15 @@ struct Engine::Impl {
   // The slot (busy or idle) holding the longest prefix of `prompt`, at most `limit` tokens that it can
   // share (KvCache::ReusableCells), or null; *n: that prefix's length.
   Slot* PrefixHolder(const std::vector<TokenId>& prompt, int32_t limit, int32_t* n);
-  // Budget bytes held by every slot but `except`: busy slots their reservation, idle slots their own KV
-  // pages (OwnedBytes), so a page several slots map counts once, for its owner.
+  // Budget bytes one slot holds: a busy slot its reservation less the pages it maps from others, an idle
+  // slot its own KV pages (OwnedBytes), so a page several slots map counts once, for its owner.
+  uint64_t SlotBudgetBytes(const Slot& s) const;
+  // SlotBudgetBytes summed over every slot but `except`.
   uint64_t BudgetUsedExcept(int except) const;
   uint64_t OwnedBytes(int id) const { return kv->committed_bytes(id) - kv->shared_bytes(id); }
-  // Drops idle slots' kept KV, least recently used first, until `need` more bytes fit the budget.
-  bool MakeRoom(uint64_t need, int except);
+  // Drops idle slots' kept KV (never `protect`'s), least recently used first, until `need` more bytes fit
+  // the budget beside every slot but `except`.
+  bool MakeRoom(uint64_t need, int except, int protect = -1);
   // Keeps cells [0, keep) of a slot (and its token list), releasing the pages past them; logs the release.
   void TrimSlot(Slot& s, int32_t keep, const char* why);
   // Logs each slot's first commit since it was last empty.
@@ -174,7 +177,7 @@ struct Engine::Impl {
   // Charges what admitting a request into slot `except` with `reserve` bytes of worst-case KV adds (and the
   // weights and scratch if they were refunded), evicting this engine's own idle KV first; on failure the
   // account waits and the reclaimer is asked for room (caller holds `mu`).
-  bool ChargeAdmission(int except, uint64_t reserve);
+  bool ChargeAdmission(int except, uint64_t reserve, int protect = -1);
   // Refunds KV charged beyond what the slots hold or reserve now.
   void SyncKvCharge();
   void RefundWeights();

@@ -44,16 +44,23 @@ uint64_t ModelIdentity(const Model& model) {
   return h;
 }
 
+uint64_t Engine::Impl::SlotBudgetBytes(const Slot& s) const {
+  if (!s.busy()) return OwnedBytes(s.id);
+  // What a busy slot maps is at most its worst case (BytesForCells of its limit); of that, the pages it maps
+  // from others are their owners' to count. A handover (an owner trimmed) makes such pages its own: its
+  // shared bytes drop and this figure rises by as much, while the owner's falls.
+  return s.budget_bytes - std::min(s.budget_bytes, kv->shared_bytes(s.id));
+}
+
 uint64_t Engine::Impl::BudgetUsedExcept(int except) const {
   uint64_t used = 0;
   for (const Slot& s : slots) {
-    if (s.id == except) continue;
-    used += s.busy() ? s.budget_bytes : OwnedBytes(s.id);
+    if (s.id != except) used += SlotBudgetBytes(s);
   }
   return used;
 }
 
-bool Engine::Impl::MakeRoom(uint64_t need, int except) {
+bool Engine::Impl::MakeRoom(uint64_t need, int except, int protect) {
   const uint64_t budget = engine->config_.kv_budget;
   // Only idle slots' kept KV can go; if the busy slots' reservations alone leave no room, keep it.
   uint64_t busy = 0;
@@ -61,8 +68,8 @@ bool Engine::Impl::MakeRoom(uint64_t need, int except) {
   for (Slot& s : slots) {
     if (s.id == except) continue;
     if (s.busy()) {
-      busy += s.budget_bytes;
-    } else if (OwnedBytes(s.id) > 0) {
+      busy += SlotBudgetBytes(s);
+    } else if (s.id != protect && OwnedBytes(s.id) > 0) {
       idle.push_back(&s);
     }
   }
@@ -204,15 +211,30 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
     } else if (p.req.n_predict >= 0) {
       limit = std::min<int64_t>(capacity_cells, int64_t{n_prompt} + std::max(p.req.n_predict, 1));
     }
-    uint64_t reserve = 0;
-    if (cfg.kv_budget > 0 && !enc) {  // an encoder holds no KV
-      // Reserve the worst case up front, so generation can never push the total past the budget.
+    // The budgets (an encoder holds no KV): the worst case is reserved up front, so generation can never
+    // push the total past them. Of it, the pages the slot will map from a holder or a source are theirs to
+    // count; what the slot lends others stays counted (its trim hands those pages to a borrower).
+    uint64_t reserve = 0, need = 0;
+    if (!enc && (cfg.kv_budget > 0 || account)) {
       reserve = kv->BytesForCells(limit);
-      if (BudgetUsedExcept(s.id) + reserve > cfg.kv_budget && !MakeRoom(reserve, s.id)) return Admit::kStop;
-    }
-    if (account) {  // the shared --memory-budget: the same worst case, plus weights and scratch if released
-      if (!enc && reserve == 0) reserve = kv->BytesForCells(limit);
-      if (!ChargeAdmission(s.id, reserve)) return Admit::kStop;
+      const auto need_for = [&](int32_t mapped) {
+        return reserve - std::min(reserve, kv->MappedBytesForCells(mapped)) + kv->lent_bytes(s.id);
+      };
+      need = need_for(source ? n_prompt - 1 : holder ? shared : 0);
+      const int protect = holder ? holder->id : -1;  // evicting the holder would lose what is mapped
+      auto fits = [&] {
+        if (cfg.kv_budget > 0 && BudgetUsedExcept(s.id) + need > cfg.kv_budget && !MakeRoom(need, s.id, protect))
+          return false;
+        return !account || ChargeAdmission(s.id, need, protect);
+      };
+      if (!fits()) {
+        // An idle holder holding much more than the prefix may leave no room beside it, where the request
+        // alone would fit after evicting it: then it runs without sharing.
+        if (!holder || holder->busy()) return Admit::kStop;
+        holder = nullptr;
+        need = need_for(0);
+        if (!fits()) return Admit::kStop;
+      }
     }
     if (kv->n_cells(s.id) > keep || s.cache.size() > static_cast<size_t>(keep)) {
       TrimSlot(s, keep, keep > 0 ? "prompt prefix reused" : "slot reassigned");

@@ -113,7 +113,7 @@ Status Engine::Impl::OpenBudget(const EngineConfig& cfg, int n_slots) {
   return Status::Ok();
 }
 
-bool Engine::Impl::ChargeAdmission(int except, uint64_t reserve) {
+bool Engine::Impl::ChargeAdmission(int except, uint64_t reserve, int protect) {
   for (;;) {
     // What the slots would hold with this request admitted; the slot's own kept cells are replaced by the
     // reservation (its reused prefix is inside it).
@@ -131,7 +131,7 @@ bool Engine::Impl::ChargeAdmission(int except, uint64_t reserve) {
     // This engine's own idle slots' kept KV goes first, least recently used first.
     Slot* victim = nullptr;
     for (Slot& s : slots) {
-      if (s.id == except || s.busy() || kv->committed_bytes(s.id) == 0) continue;
+      if (s.id == except || s.id == protect || s.busy() || OwnedBytes(s.id) == 0) continue;
       if (!victim || s.last_used < victim->last_used) victim = &s;
     }
     if (victim == nullptr) {

@@ -406,6 +406,22 @@ uint64_t KvCache::shared_bytes() const {
   return total;
 }
 
+uint64_t KvCache::lent_bytes(int slot) const {
+  uint64_t pages = 0;
+  for (int kind = 0; kind < 2; ++kind) {
+    for (int32_t n : lent_[kind][slot]) pages += n > 0 ? 1 : 0;
+  }
+  return pages * vm::PageSize() * static_cast<uint64_t>(config_.n_layer - n_local_);
+}
+
+uint64_t KvCache::MappedBytesForCells(int32_t n) const {
+  if (!shares_pages()) return 0;
+  n = std::clamp<int32_t>(n, 0, config_.n_ctx_slot);
+  const uint64_t page = vm::PageSize();
+  const uint64_t pages = KindRow(0) * static_cast<uint64_t>(n) / page + KindRow(1) * static_cast<uint64_t>(n) / page;
+  return pages * page * static_cast<uint64_t>(config_.n_layer - n_local_);
+}
+
 Result<uint64_t> KvCache::Trim(int slot, int32_t n_keep) {
   SlotCells& s = slots_[slot];
   n_keep = std::clamp<int32_t>(n_keep, 0, config_.n_ctx_slot);

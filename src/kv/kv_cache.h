@@ -123,6 +123,13 @@ class KvCache {
   // sharing saves (committed_bytes() = the sum of committed_bytes(slot) - shared_bytes()).
   uint64_t shared_bytes(int slot) const;
   uint64_t shared_bytes() const;
+  // Of a slot's own pages, the bytes other slots map (a page counted once however many map it). Trimming
+  // the slot does not free them: they are handed to a borrower.
+  uint64_t lent_bytes(int slot) const;
+  // Bytes ShareCells(from, to, n) maps rather than copies (the whole pages of cells [0, n) on global runs):
+  // what the admission of a request that shares n cells does not add to the distinct total. 0 when
+  // !shares_pages().
+  uint64_t MappedBytesForCells(int32_t n) const;
   // Most bytes committed at once since creation (checked at every SetCells: the --kv-budget proof).
   uint64_t peak_committed_bytes() const { return peak_committed_; }
   // Bytes one slot commits at most while it holds `cells` cells (all layers, K and V, whole pages; a local

@@ -109,6 +109,9 @@ TEST(KvShare, TheSharerMapsTheWholePagesAndCopiesOnlyTheBoundary) {
   const uint64_t page = vm::PageSize();
   ASSERT_EQ(page, 4096u);
   EXPECT_EQ(kv->shared_bytes(1), 3 * (10 + 5) * page);
+  EXPECT_EQ(kv->MappedBytesForCells(42), kv->shared_bytes(1));  // what the budget admission counts on
+  EXPECT_EQ(kv->lent_bytes(0), kv->shared_bytes(1));
+  EXPECT_EQ(kv->lent_bytes(1), 0u);
   EXPECT_EQ(kv->committed_bytes(), one + 3 * 2 * page);
   EXPECT_EQ(kv->committed_bytes(1), 3 * (11 + 6) * page);
   // Both go on on their own: the sharer from inside a page, the source past it.
@@ -192,10 +195,21 @@ void RandomOperations(const KvConfig& c, uint32_t seed, int steps) {
       if (k == 0) continue;
       kv->ShareCells(from, s, k);
       sh.cells[s].assign(sh.cells[from].begin(), sh.cells[from].begin() + k);
+      // The engine's budget admission counts on this figure before it shares.
+      EXPECT_EQ(kv->shared_bytes(s), kv->MappedBytesForCells(k)) << "share " << k << " of " << from;
       what = "share " + std::to_string(k) + " of " + std::to_string(from) + " to " + std::to_string(s);
     } else if (op < 9) {
       const int32_t keep = n > 0 ? pick(n + 1) : 0;
+      // The other slots' own pages grow by at most what s lent (the pages handed to its borrowers): the
+      // budget admission adds lent_bytes to what a reassigned slot's trim leaves behind.
+      auto others_own = [&] {
+        uint64_t own = 0;
+        for (int x = 0; x < c.n_slot; ++x) own += x == s ? 0 : kv->committed_bytes(x) - kv->shared_bytes(x);
+        return own;
+      };
+      const uint64_t own_before = others_own(), lent = kv->lent_bytes(s);
       ASSERT_TRUE(kv->Trim(s, keep).ok());
+      EXPECT_LE(others_own(), own_before + lent) << "trim " << s;
       sh.cells[s].resize(kv->n_cells(s));
       what = "trim " + std::to_string(s) + " to " + std::to_string(kv->n_cells(s));
     } else if (pick(4) == 0) {

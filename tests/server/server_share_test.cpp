@@ -174,5 +174,54 @@ TEST(ServerShare, APrefixIsMappedFromASlotStillGenerating) {
   EXPECT_EQ(second["content"], CompleteAny(*alone, Cat(system, Tokens(10, 2)))["content"]);
 }
 
+// --kv-budget counts a mapped prefix once: beside a request that reserved most of the budget, a second request
+// with the same 600-token prefix needs only its own pages and runs at once; without sharing it needs the whole
+// prefix again and waits for the first to finish. The cache never holds more than the budget either way.
+TEST(ServerShare, TheBudgetCountsAMappedPrefixOnce) {
+  REQUIRE_SHARED_FILE(kQwen);
+  // qwen3-tiny's KV: 4 runs of 256-byte rows, 16 rows a page. The first request (610 + 3,000 cells) reserves
+  // 226 pages a run, 3,702,784 bytes; the second (618 cells) 39 pages a run, 638,976 bytes, of which 37 pages
+  // a run (606,208 bytes) are the mapped prefix. 4 MiB leaves 491,520 bytes beside the first.
+  const uint64_t budget = 4u << 20;
+  const std::vector<int> system = Tokens(600, 5);
+  for (const bool share : {true, false}) {
+    SCOPED_TRACE(share ? "sharing" : "--no-kv-share");
+    std::vector<std::string> args = {"-m", SharedPath(kQwen), "-np", "2", "-c", "8192", "--metrics",
+                                     "--kv-budget", std::to_string(budget)};
+    if (!share) args.push_back("--no-kv-share");
+    START_SERVER(srv, args);
+    json first;
+    std::thread long_one([&] {
+      first = srv->Post("/completion", {{"prompt", Cat(system, Tokens(10, 1))},
+                                        {"n_predict", 3000},
+                                        {"ignore_eos", true},
+                                        {"temperature", 0}})
+                  .Json();
+    });
+    bool generating = false;
+    for (int i = 0; i < 5000 && !generating; ++i) {
+      for (const json& s : srv->Get("/slots").Json()) {
+        generating = generating || (s["is_processing"] == true && s["n_tokens"].get<int>() > 610);
+      }
+      if (!generating) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    const json second = CompleteAny(*srv, Cat(system, Tokens(10, 2)));
+    // Who is still generating when the second answer is back.
+    bool first_running = false;
+    for (const json& s : srv->Get("/slots").Json()) first_running = first_running || s["is_processing"] == true;
+    long_one.join();
+    EXPECT_TRUE(generating);
+    EXPECT_EQ(first["timings"]["predicted_n"], 3000) << first.dump().substr(0, 300);
+    if (share) {
+      EXPECT_TRUE(first_running) << "the second request ran beside the first";
+      EXPECT_EQ(second["timings"]["cache_n"], 600) << second["timings"].dump();
+    } else {
+      EXPECT_FALSE(first_running) << "without sharing the second waited for the first's reservation";
+    }
+    const std::string metrics = srv->Get("/metrics").body;
+    EXPECT_LE(Metric(metrics, "lazyslot:kv_peak_committed_bytes"), static_cast<double>(budget));
+  }
+}
+
 }  // namespace
 }  // namespace lazyslot::testing
