@@ -149,6 +149,9 @@ struct Engine::Impl {
   // The slot (busy or idle) holding the longest prefix of `prompt`, at most `limit` tokens that it can
   // share (KvCache::ReusableCells), or null; *n: that prefix's length.
   Slot* PrefixHolder(const std::vector<TokenId>& prompt, int32_t limit, int32_t* n);
+  // Whether a busy slot still computing its prompt will hold at least a block more of `req`'s prompt than the
+  // `have` tokens it can reuse or map now (such a request waits for it, then maps it).
+  bool ComputingPrefix(const GenerationRequest& req, int32_t have) const;
   // Budget bytes one slot holds: a busy slot its reservation less the pages it maps from others, an idle
   // slot its own KV pages (OwnedBytes), so a page several slots map counts once, for its owner.
   uint64_t SlotBudgetBytes(const Slot& s) const;

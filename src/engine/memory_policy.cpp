@@ -186,6 +186,11 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
       holder = PrefixHolder(p.req.prompt, n_prompt - 1, &shared);
       if (holder && shared < keep + PrefixIndex::kBlock) holder = nullptr;
       if (holder) best = nullptr;
+      // A longer prefix that a busy slot is computing right now (requests that arrived together): wait for
+      // it rather than compute it again beside it, then map it. Not with sliding-window layers, whose
+      // computing slot may have slid past the point by the time it is done.
+      if (kv->shares_pages() && kv->window() == 0 && ComputingPrefix(p.req, std::max(keep, shared)))
+        return Admit::kPass;
     }
     if (!best) {
       for (Slot& s : slots) {
@@ -300,6 +305,16 @@ Engine::Impl::Slot* Engine::Impl::PrefixHolder(const std::vector<TokenId>& promp
     }
   }
   return nullptr;
+}
+
+bool Engine::Impl::ComputingPrefix(const GenerationRequest& req, int32_t have) const {
+  const int32_t limit = static_cast<int32_t>(req.prompt.size()) - 1;
+  for (const Slot& o : slots) {
+    if (!o.busy() || !o.in_prompt() || !o.req.cache_prompt || o.req.embedding) continue;
+    const int32_t c = std::min(CommonPrefix(o.req.prompt, req.prompt), limit);
+    if (c >= have + PrefixIndex::kBlock && static_cast<int32_t>(o.cache.size()) < c) return true;
+  }
+  return false;
 }
 
 Engine::Impl::Slot* Engine::Impl::PromptSource(const GenerationRequest& req, bool* wait) {

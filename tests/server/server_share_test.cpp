@@ -5,6 +5,7 @@
 // mapped them from is reassigned to another conversation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -221,6 +222,32 @@ TEST(ServerShare, TheBudgetCountsAMappedPrefixOnce) {
     const std::string metrics = srv->Get("/metrics").body;
     EXPECT_LE(Metric(metrics, "lazyslot:kv_peak_committed_bytes"), static_cast<double>(budget));
   }
+}
+
+// Requests that arrive together for one prefix (three prompts in one request, queued at once): one computes
+// the prefix, the others wait for it and map it, and each answer is what a server without sharing gives.
+TEST(ServerShare, RequestsArrivingTogetherComputeTheirPrefixOnce) {
+  REQUIRE_SHARED_FILE(kQwen);
+  START_SERVER(on, {"-m", SharedPath(kQwen), "-np", "3", "-c", "6144", "--metrics"});
+  START_SERVER(off, {"-m", SharedPath(kQwen), "-np", "3", "-c", "6144", "--no-kv-share"});
+  const std::vector<int> system = Tokens(900, 6);
+  const json prompts = {Cat(system, Tokens(12, 1)), Cat(system, Tokens(12, 2)), Cat(system, Tokens(12, 3))};
+  const json body = {{"prompt", prompts}, {"n_predict", 8}, {"temperature", 0}};
+  HttpResult a = on->Post("/completion", body);
+  HttpResult b = off->Post("/completion", body);
+  ASSERT_EQ(a.status, 200) << a.body;
+  ASSERT_EQ(b.status, 200) << b.body;
+  const json ra = a.Json(), rb = b.Json();
+  ASSERT_TRUE(ra.is_array() && ra.size() == 3) << a.body.substr(0, 300);
+  std::vector<int> cache_n;
+  for (size_t i = 0; i < 3; ++i) {
+    cache_n.push_back(ra[i]["timings"]["cache_n"].get<int>());
+    EXPECT_EQ(ra[i]["content"], rb[i]["content"]) << "prompt " << i;
+    EXPECT_EQ(rb[i]["timings"]["cache_n"], 0) << "without sharing each computes it";
+  }
+  std::sort(cache_n.begin(), cache_n.end());
+  EXPECT_EQ(cache_n, (std::vector<int>{0, 900, 900})) << "one computed the prefix, two mapped it";
+  EXPECT_EQ(Metric(on->Get("/metrics").body, "lazyslot:prompt_tokens_cached_total"), 1800.0);
 }
 
 }  // namespace
