@@ -439,7 +439,7 @@ void Engine::Impl::Step() {
       Slot& s = slots[batch.slot[i]];
       s.cache.push_back(batch.tokens[i]);
       // After a slot's last token of the batch, its new whole blocks go into the prefix index.
-      if (i + 1 == batch.size() || batch.slot[i + 1] != batch.slot[i]) prefix_index.Extend(s.id, s.cache);
+      if (i + 1 == batch.size() || batch.slot[i + 1] != batch.slot[i]) prefix_index.Extend(s.id, s.cache, s.cache_scope);
     }
   }
   for (int id : progress) {

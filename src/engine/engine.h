@@ -94,6 +94,10 @@ struct GenerationRequest {
   // Keep this request's KV in its slot when it ends, and start from the longest matching prefix of a slot's
   // kept KV (llama-server's cache_prompt). Results are the same either way.
   bool cache_prompt = true;
+  // The cache scope (a hash of the request's cache_salt, 0 without one): KV is reused or shared only between
+  // requests of one scope, so a client cannot learn through timings.cache_n or speed which prompts others
+  // of another scope sent (vLLM's cache_salt).
+  uint64_t cache_scope = 0;
   // Constrained output (src/grammar); null: free text. With no triggers the grammar applies from the first
   // token; with triggers it starts where the output first contains one (tool_choice "auto").
   grammar::GrammarPtr grammar;

@@ -57,6 +57,7 @@ struct Engine::Impl {
     Clock::time_point t_start, t_first;
     // Memory policy.
     std::vector<TokenId> cache;  // the tokens whose K/V fill cells [0, cache.size()), kept after a request
+    uint64_t cache_scope = 0;    // the cache scope of the request that wrote them (GenerationRequest)
     uint64_t last_used = 0;      // tick of the last release (least recently used idle slot is evicted first)
     int32_t n_cached = 0;        // prompt tokens the current (or last) request reused from `cache`
     int32_t limit_cells = 0;     // most cells the current request may fill (slot size, or its budget share)
@@ -146,9 +147,9 @@ struct Engine::Impl {
   // For a request that shares another's prompt (n > 1): the busy slot holding that prompt's KV, or null.
   // *wait: that request still computes its prompt, so this one should wait for it.
   Slot* PromptSource(const GenerationRequest& req, bool* wait);
-  // The slot (busy or idle) holding the longest prefix of `prompt`, at most `limit` tokens that it can
+  // The slot (busy or idle) of cache scope `scope` holding the longest prefix of `prompt`, at most `limit` tokens that it can
   // share (KvCache::ReusableCells), or null; *n: that prefix's length.
-  Slot* PrefixHolder(const std::vector<TokenId>& prompt, int32_t limit, int32_t* n);
+  Slot* PrefixHolder(const std::vector<TokenId>& prompt, int32_t limit, uint64_t scope, int32_t* n);
   // Whether a busy slot still computing its prompt will hold at least a block more of `req`'s prompt than the
   // `have` tokens it can reuse or map now (such a request waits for it, then maps it).
   bool ComputingPrefix(const GenerationRequest& req, int32_t have) const;

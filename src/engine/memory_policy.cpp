@@ -166,9 +166,10 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
       for (const Slot& s : slots) empty_free = empty_free || (usable(s) && s.cache.empty());
       for (Slot& s : slots) {
         if (!usable(s)) continue;
+        const int32_t k_tokens = s.cache_scope == p.req.cache_scope ? CommonPrefix(s.cache, p.req.prompt) : 0;
         // A sliding-window model can continue only near the end of what it holds: an earlier branch
         // point is recomputed from the start (ReusableCells), and timings.cache_n says so.
-        const int32_t k = kv->ReusableCells(s.id, std::min(CommonPrefix(s.cache, p.req.prompt), n_prompt - 1));
+        const int32_t k = kv->ReusableCells(s.id, std::min(k_tokens, n_prompt - 1));
         const int32_t lost = static_cast<int32_t>(s.cache.size()) - k;
         if (empty_free && (kv->shares_pages() ? lost > 0 : lost > k)) continue;
         if (k > keep) {
@@ -183,7 +184,7 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
     Slot* holder = nullptr;
     int32_t shared = 0;
     if (p.req.cache_prompt && !p.req.embedding && !source && !enc) {
-      holder = PrefixHolder(p.req.prompt, n_prompt - 1, &shared);
+      holder = PrefixHolder(p.req.prompt, n_prompt - 1, p.req.cache_scope, &shared);
       if (holder && shared < keep + PrefixIndex::kBlock) holder = nullptr;
       if (holder) best = nullptr;
       // A longer prefix that a busy slot is computing right now (requests that arrived together): wait for
@@ -244,6 +245,10 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
     if (kv->n_cells(s.id) > keep || s.cache.size() > static_cast<size_t>(keep)) {
       TrimSlot(s, keep, keep > 0 ? "prompt prefix reused" : "slot reassigned");
     }
+    if (keep == 0) {
+      s.cache_scope = p.req.cache_scope;  // what it holds from now on is this request's
+      prefix_index.Truncate(s.id, 0);
+    }
     if (source) {
       // All but the last prompt token (computed here, for this choice's own logits) come from the source:
       // their whole pages mapped, held once (KvCache::ShareCells). The reservation above stays the worst
@@ -251,7 +256,7 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
       keep = n_prompt - 1;
       kv->ShareCells(source->id, s.id, keep);
       s.cache.assign(p.req.prompt.begin(), p.req.prompt.begin() + keep);
-      prefix_index.Extend(s.id, s.cache);
+      prefix_index.Extend(s.id, s.cache, s.cache_scope);
       LS_LOG_DEBUG("slot %d: %d prompt cells from slot %d (another choice of the same prompt): %.2f MiB shared",
                    s.id, keep, source->id, MiB(kv->shared_bytes(s.id)));
     }
@@ -260,7 +265,7 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
       kv->ShareCells(holder->id, s.id, std::min<int32_t>(shared, static_cast<int32_t>(holder->cache.size())));
       keep = kv->n_cells(s.id);
       s.cache.assign(p.req.prompt.begin(), p.req.prompt.begin() + keep);
-      prefix_index.Extend(s.id, s.cache);
+      prefix_index.Extend(s.id, s.cache, s.cache_scope);
       LS_LOG_DEBUG("slot %d: maps %d prompt cells held by slot %d: %.2f MiB shared", s.id, keep, holder->id,
                    MiB(kv->shared_bytes(s.id)));
     }
@@ -289,13 +294,15 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
   }
 }
 
-Engine::Impl::Slot* Engine::Impl::PrefixHolder(const std::vector<TokenId>& prompt, int32_t limit, int32_t* n) {
+Engine::Impl::Slot* Engine::Impl::PrefixHolder(const std::vector<TokenId>& prompt, int32_t limit, uint64_t scope,
+                                               int32_t* n) {
   *n = 0;
   if (!kv->shares_pages() || limit <= 0) return nullptr;
   int32_t blocks = 0;
-  const std::vector<int> holders = prefix_index.Longest(prompt, limit, &blocks);
+  const std::vector<int> holders = prefix_index.Longest(prompt, limit, scope, &blocks);
   for (int id : holders) {
     Slot& h = slots[id];
+    if (h.cache_scope != scope) continue;  // a hash collision across scopes: never shared
     // The index holds hashes: the tokens decide, and the match may run on past the last whole block.
     const int32_t common = std::min({CommonPrefix(h.cache, prompt), limit, kv->n_cells(h.id)});
     const int32_t k = kv->ReusableCells(h.id, common);
@@ -311,6 +318,7 @@ bool Engine::Impl::ComputingPrefix(const GenerationRequest& req, int32_t have) c
   const int32_t limit = static_cast<int32_t>(req.prompt.size()) - 1;
   for (const Slot& o : slots) {
     if (!o.busy() || !o.in_prompt() || !o.req.cache_prompt || o.req.embedding) continue;
+    if (o.req.cache_scope != req.cache_scope) continue;
     const int32_t c = std::min(CommonPrefix(o.req.prompt, req.prompt), limit);
     if (c >= have + PrefixIndex::kBlock && static_cast<int32_t>(o.cache.size()) < c) return true;
   }

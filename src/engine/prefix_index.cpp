@@ -19,11 +19,11 @@ uint64_t PrefixIndex::Chain(uint64_t prev, const TokenId* block) {
   return h ^ (h >> 31);
 }
 
-void PrefixIndex::Extend(int slot, const std::vector<TokenId>& tokens) {
+void PrefixIndex::Extend(int slot, const std::vector<TokenId>& tokens, uint64_t scope) {
   std::vector<uint64_t>& chain = chains_[slot];
   const size_t n = tokens.size() / kBlock;
   while (chain.size() < n) {
-    const uint64_t prev = chain.empty() ? 0 : chain.back();
+    const uint64_t prev = chain.empty() ? scope : chain.back();
     const uint64_t h = Chain(prev, tokens.data() + chain.size() * kBlock);
     chain.push_back(h);
     holders_[h].push_back(slot);
@@ -45,11 +45,12 @@ void PrefixIndex::Truncate(int slot, int32_t n) {
   }
 }
 
-std::vector<int> PrefixIndex::Longest(const std::vector<TokenId>& prompt, int32_t limit, int32_t* blocks) const {
+std::vector<int> PrefixIndex::Longest(const std::vector<TokenId>& prompt, int32_t limit, uint64_t scope,
+                                      int32_t* blocks) const {
   *blocks = 0;
   std::vector<int> found;
   const int32_t n = std::min<int32_t>(limit, static_cast<int32_t>(prompt.size())) / kBlock;
-  uint64_t h = 0;
+  uint64_t h = scope;
   for (int32_t i = 0; i < n; ++i) {
     h = Chain(h, prompt.data() + static_cast<size_t>(i) * kBlock);
     auto it = holders_.find(h);

@@ -219,7 +219,8 @@ Result<SlotFileResult> Engine::Impl::RunSlotTask(SlotTask& task) {
       }
       s.cache = std::move(info->tokens);
       prefix_index.Truncate(s.id, 0);
-      prefix_index.Extend(s.id, s.cache);
+      s.cache_scope = 0;  // a slot file records no scope: what it restores is unscoped (an operator's action)
+      prefix_index.Extend(s.id, s.cache, s.cache_scope);
       s.n_cached = 0;
       s.last_used = ++tick;
       s.commit_logged = true;

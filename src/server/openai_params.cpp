@@ -178,6 +178,13 @@ Result<int64_t> GetInteger(const Json& body, const std::string& field, int64_t l
   return IntegerValue(body.at(field), field, lo, hi);
 }
 
+uint64_t CacheScope(const std::string& salt) {
+  if (salt.empty()) return 0;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : salt) h = (h ^ c) * 1099511628211ull;
+  return h == 0 ? 1 : h;
+}
+
 Result<GenerationParams> ParseGenerationParams(const Json& body, const SamplingParams& defaults) {
   GenerationParams p;
   p.sampling = defaults;
@@ -236,6 +243,18 @@ Result<GenerationParams> ParseGenerationParams(const Json& body, const SamplingP
   }
   LS_ASSIGN_OR_RETURN(p.ignore_eos, GetBool(body, "ignore_eos", false));
   LS_ASSIGN_OR_RETURN(p.cache_prompt, GetBool(body, "cache_prompt", true));
+  if (Present(body, "cache_salt")) {
+    const Json& v = body.at("cache_salt");
+    if (!v.is_string() || v.get<std::string>().empty()) {
+      return FieldError("cache_salt", "expected a non-empty string, got " +
+                                          (v.is_string() ? std::string("an empty string") : TypeName(v)));
+    }
+    if (v.get<std::string>().size() > kMaxCacheSalt) {
+      return FieldError("cache_salt", "at most " + std::to_string(kMaxCacheSalt) + " bytes, got " +
+                                          std::to_string(v.get<std::string>().size()));
+    }
+    p.cache_salt = v.get<std::string>();
+  }
   LS_ASSIGN_OR_RETURN(p.stream, GetBool(body, "stream", false));
   if (Present(body, "stream_options")) {
     const Json& so = body.at("stream_options");
@@ -299,6 +318,7 @@ const std::vector<std::string>& GenerationFields() {
                                                    "repeat_last_n",
                                                    "ignore_eos",
                                                    "cache_prompt",
+                                                   "cache_salt",
                                                    "logprobs",
                                                    "top_logprobs",
                                                    "response_format",

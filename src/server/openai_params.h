@@ -27,6 +27,7 @@ Result<Json> ParseJsonObject(const std::string& body);
 // `stop` limits: TextOutput compares every stop string against the held-back text at every token (cost
 // grows with count x length^2), and OpenAI itself takes at most 4, so larger lists are refused with a 400.
 constexpr size_t kMaxStopStrings = 32;
+constexpr size_t kMaxCacheSalt = 1024;  // bytes of cache_salt
 constexpr size_t kMaxStopBytes = 256;
 
 // Which request a body belongs to, for CheckKnownFields.
@@ -55,12 +56,16 @@ struct GenerationParams {
   std::vector<std::string> stop;  // empty strings dropped
   bool ignore_eos = false;
   bool cache_prompt = true;  // llama-server's: reuse a slot's kept KV for a matching prompt prefix
+  std::string cache_salt;    // vLLM's: KV reused and shared only with requests of the same salt
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
 };
 
 // Reads the generation fields shared by /v1/chat/completions, /v1/completions and /completion, over the
 // server's defaults (--temp, --top-k, --seed, ...).
+// The engine's cache scope of a cache_salt (GenerationRequest::cache_scope): 0 for none, else a 64-bit hash
+// that is never 0.
+uint64_t CacheScope(const std::string& salt);
 Result<GenerationParams> ParseGenerationParams(const Json& body, const SamplingParams& defaults = {});
 
 // One prompt: text to tokenize, or token ids given by the client.

@@ -51,7 +51,8 @@ const std::vector<std::string>& CopiedFields() {
                                   "frequency_penalty",
                                   "logit_bias",
                                   "ignore_eos",
-                                  "cache_prompt"};
+                                  "cache_prompt",
+                                  "cache_salt"};
     for (const std::string& name : SamplingFieldNames()) {
       if (std::find(f.begin(), f.end(), name) == f.end()) f.push_back(name);
     }

@@ -203,6 +203,7 @@ void RunTextGeneration(ServerState& st, ModelRef model, TextRun run, const httpl
   base.stop = params.stop;
   base.ignore_eos = params.ignore_eos;
   base.cache_prompt = params.cache_prompt;
+  base.cache_scope = CacheScope(params.cache_salt);
   base.grammar = grammar;
   base.grammar_triggers = run.constraint.triggers;
   base.grammar_trigger_at_start = run.trigger_at_start;

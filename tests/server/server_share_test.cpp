@@ -250,5 +250,57 @@ TEST(ServerShare, RequestsArrivingTogetherComputeTheirPrefixOnce) {
   EXPECT_EQ(Metric(on->Get("/metrics").body, "lazyslot:prompt_tokens_cached_total"), 1800.0);
 }
 
+json CompleteSalted(ServerProcess& srv, const std::vector<int>& prompt, const std::string& salt, int id_slot = -1) {
+  json body = {{"prompt", prompt}, {"n_predict", 8}, {"temperature", 0}, {"id_slot", id_slot}};
+  if (!salt.empty()) body["cache_salt"] = salt;
+  HttpResult r = srv.Post("/completion", body);
+  EXPECT_EQ(r.status, 200) << r.body;
+  return r.status == 200 ? r.Json() : json::object();
+}
+
+// cache_salt (vLLM's field) scopes reuse and sharing: a prompt prefix held for one salt is neither mapped nor
+// reused for another salt or for none, so a client cannot learn through cache_n (or speed) what others sent.
+// A request of the same salt maps it. The answers are the same either way. Malformed salts, and the engine's
+// own sharing fields, get a 400.
+TEST(ServerShare, ACacheSaltKeepsPrefixesApart) {
+  REQUIRE_SHARED_FILE(kQwen);
+  START_SERVER(srv, {"-m", SharedPath(kQwen), "-np", "4", "-c", "8192"});
+  const std::vector<int> system = Tokens(600, 8);
+  const json alice = CompleteSalted(*srv, Cat(system, Tokens(10, 1)), "alice");
+  EXPECT_EQ(alice["timings"]["cache_n"], 0);
+  const int alice_slot = alice["id_slot"].get<int>();
+  const json bob = CompleteSalted(*srv, Cat(system, Tokens(10, 2)), "bob");
+  EXPECT_EQ(bob["timings"]["cache_n"], 0) << "alice's prefix is not bob's to map";
+  const json none = CompleteSalted(*srv, Cat(system, Tokens(10, 3)), "");
+  EXPECT_EQ(none["timings"]["cache_n"], 0) << "nor an unsalted request's";
+  const json alice2 = CompleteSalted(*srv, Cat(system, Tokens(10, 5)), "alice");
+  EXPECT_EQ(alice2["timings"]["cache_n"], 600) << "the same salt maps it";
+  const json bob2 = CompleteSalted(*srv, Cat(system, Tokens(10, 5)), "bob");
+  EXPECT_EQ(bob2["timings"]["cache_n"], 600) << "bob's own prefix";
+  EXPECT_EQ(alice2["content"], bob2["content"]) << "the salt changes what is reused, never the answer";
+  const json eve = CompleteSalted(*srv, Cat(system, Tokens(10, 4)), "eve", alice_slot);
+  EXPECT_EQ(eve["timings"]["cache_n"], 0) << "nor reused by naming alice's slot";
+  for (const char* route : {"/completion", "/v1/completions", "/v1/chat/completions"}) {
+    for (const json& bad : {json(""), json(17), json(std::string(1025, 'x')), json::array({"a"})}) {
+      json body = {{"cache_salt", bad}, {"max_tokens", 2}};
+      if (std::string(route) == "/v1/chat/completions") {
+        body["messages"] = json::array({{{"role", "user"}, {"content", "hi"}}});
+      } else {
+        body["prompt"] = "hi";
+      }
+      HttpResult r = srv->Post(route, body);
+      EXPECT_EQ(r.status, 400) << route << " " << bad.dump().substr(0, 20) << ": " << r.body;
+      EXPECT_NE(r.body.find("cache_salt"), std::string::npos) << r.body;
+    }
+  }
+  // The engine's own sharing controls are not request fields.
+  for (const char* field : {"cache_scope", "share_prompt_of"}) {
+    HttpResult r = srv->Post("/completion", {{"prompt", "hi"}, {field, 1}, {"n_predict", 2}});
+    EXPECT_EQ(r.status, 400) << field << ": " << r.body;
+    EXPECT_NE(r.body.find(field), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(srv->Get("/health").status, 200);
+}
+
 }  // namespace
 }  // namespace lazyslot::testing
