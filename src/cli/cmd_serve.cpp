@@ -194,6 +194,10 @@ Status ReadLlamaStyleExtras(const std::vector<std::string>& extras, ServeFlags* 
       LS_RETURN_IF_ERROR(value(&f->cache_type_v));
     } else if (a == "-fa") {
       LS_RETURN_IF_ERROR(value(&f->flash_attn));
+    } else if (a == "-kvu") {
+      f->opts.engine.kv_unified = true;
+    } else if (a == "-no-kvu") {
+      f->opts.engine.kv_unified = false;
     } else if (a == "-ngl") {
       LS_RETURN_IF_ERROR(value(&v));
       LS_LOG_WARN("-ngl %s ignored: lazyslot runs on the CPU", v.c_str());
@@ -541,6 +545,9 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
   sub->add_flag("--swa-full", o.engine.swa_full,
                 "Sliding-window models: keep every cell of the local layers too, so a prompt can be reused "
                 "from any point (default: only the window, given back as it slides)");
+  sub->add_flag("--kv-unified,!--no-kv-unified", o.engine.kv_unified,
+                "One pool of --ctx-size cells for all slots (llama-server's -kvu): each slot may grow to the whole "
+                "context while the others leave room (default: --ctx-size / --parallel cells per slot)");
   sub->add_option("--kv-budget", f->kv_budget,
                   "Most KV-cache memory committed over all slots, e.g. 512M or 2G (default 0: no cap)");
   sub->add_option("--max-body-size", f->max_body_size,

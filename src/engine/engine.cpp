@@ -46,6 +46,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
     return InvalidArgument(
         "--kv-budget cannot be combined with --kv-eager (eager mode commits the whole cache)");
   }
+  if (config.kv_eager && config.kv_unified) {
+    return InvalidArgument("--kv-unified cannot be combined with --kv-eager (eager mode commits every slot's "
+                           "whole run; the unified pool is --ctx-size cells over all slots)");
+  }
   if (config.kv_eager && config.memory_budget) {
     return InvalidArgument(
         "--memory-budget cannot be combined with --kv-eager (eager mode commits the whole "
@@ -63,7 +67,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
   LS_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::FromGguf(e->model_->file()));
   const HParams& hp = e->model_->hparams();
   const bool encoder = e->model_->arch().encoder;
-  e->n_ctx_slot_ = config.n_ctx / config.n_parallel;
+  // --kv-unified: every slot may grow to the whole context, within one pool of n_ctx cells (below).
+  const bool unified = config.kv_unified && !encoder;
+  e->n_ctx_slot_ = unified ? config.n_ctx : config.n_ctx / config.n_parallel;
   if (encoder && e->n_ctx_slot_ > hp.n_ctx_train) {
     // Learned positions end at n_ctx_train: no input can be longer.
     LS_LOG_INFO("%s: inputs of up to %d tokens (its learned positions; --ctx-size %d / --parallel %d = %d)",
@@ -121,17 +127,27 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
         TypeName(kc.type_k), MiB(c.reserved_bytes_k()), TypeName(kc.type_v), MiB(c.reserved_bytes_v()),
         MiB(c.committed_bytes()), (c.k_row_bytes() + c.v_row_bytes()) * hp.n_layer / 1024.0);
   }
+  if (unified) {
+    // The pool: n_ctx cells over all slots, as bytes (the budget's unit), plus the page each slot's runs may
+    // round up to beyond its share; a --kv-budget below that caps it further.
+    const uint64_t rounding = static_cast<uint64_t>(config.n_parallel - 1) * 2 * hp.n_layer * vm::PageSize();
+    const uint64_t pool = c.BytesForCells(config.n_ctx) + rounding;
+    e->config_.kv_budget = config.kv_budget > 0 ? std::min(config.kv_budget, pool) : pool;
+    impl->grow = true;
+    LS_LOG_INFO("kv unified: %d slots share one pool of %d cells (%.1f MiB); each may grow to all of it",
+                config.n_parallel, config.n_ctx, MiB(pool));
+  }
+  const uint64_t budget = e->config_.kv_budget;
   impl->capacity_cells = e->n_ctx_slot_;
-  if (config.kv_budget > 0 && !encoder) {
-    impl->capacity_cells = c.CellsForBytes(config.kv_budget);
+  if (budget > 0 && !encoder) {
+    impl->capacity_cells = c.CellsForBytes(budget);
     if (impl->capacity_cells < 2) {
-      return InvalidArgument("--kv-budget " + std::to_string(config.kv_budget) +
-                             " bytes cannot hold even two " + "tokens of one slot (" +
-                             std::to_string(c.BytesForCells(2)) + " bytes)");
+      return InvalidArgument("--kv-budget " + std::to_string(budget) + " bytes cannot hold even two " +
+                             "tokens of one slot (" + std::to_string(c.BytesForCells(2)) + " bytes)");
     }
     LS_LOG_INFO(
         "kv budget: %.1f MiB over all slots (of %.1f MiB reserved); one request may use up to %d cells",
-        MiB(config.kv_budget), MiB(c.reserved_bytes()), impl->capacity_cells);
+        MiB(budget), MiB(c.reserved_bytes()), impl->capacity_cells);
   }
   impl->model_id = ModelIdentity(*e->model_);
   if (config.compute) {
@@ -155,7 +171,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
   for (int i = 0; i < n_slots; ++i) impl->slots[i].id = i;
   impl->prefix_index = PrefixIndex(n_slots);
   impl->stats.kv_reserved_bytes = impl->kv->reserved_bytes();
-  impl->stats.kv_budget_bytes = config.kv_budget;
+  impl->stats.kv_budget_bytes = budget;
   if (config.warmup) {
     std::unique_lock<std::mutex> step_lock;
     if (config.compute) step_lock = std::unique_lock<std::mutex>(config.compute->step_mu);
@@ -610,9 +626,11 @@ void Engine::Impl::OnToken(Slot& s, TokenId tok) {
     Finish(s, "stop");
   } else if (s.req.n_predict >= 0 && s.n_generated >= s.req.n_predict) {
     Finish(s, "length");
-  } else if (kv->n_cells(s.id) + 1 >= engine->n_ctx_slot_ || kv->n_cells(s.id) + 1 > s.limit_cells) {
+  } else if (kv->n_cells(s.id) + 1 >= engine->n_ctx_slot_ ||
+             (kv->n_cells(s.id) + 1 > s.limit_cells && !GrowReservation(s))) {
     // The context is full, as llama-server counts it (it never fills the slot's last cell), or the
-    // request's share of --kv-budget is: the generation is truncated.
+    // request's share of --kv-budget is (with --kv-unified: it could not grow into the pool): the generation
+    // is truncated.
     Finish(s, "length", true);
   } else {
     s.next_token = tok;

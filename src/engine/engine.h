@@ -59,6 +59,10 @@ struct EngineConfig {
   bool flash_attn = true;  // online-softmax attention with an F16 accumulator, as llama-server's default
   // Memory policy (docs/memory.md). kv_budget: most committed KV bytes over all slots, 0 = no cap.
   uint64_t kv_budget = 0;
+  // llama-server's --kv-unified: one pool of n_ctx cells for all slots instead of n_ctx / n_parallel each.
+  // Every slot may grow to n_ctx; the pool is a KV budget of n_ctx cells (with kv_budget, the smaller), a
+  // request without n_predict reserves a slot's share and grows into what the pool has free.
+  bool kv_unified = false;
   double idle_timeout_s = 0;          // > 0: after this long with no work, release all KV and the scratch
   double idle_release_weights_s = 0;  // > 0: after this long with no work, drop the weights' resident pages
   std::string slot_save_path;         // directory for slot save/restore; empty = disabled

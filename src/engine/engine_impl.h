@@ -88,6 +88,10 @@ struct Engine::Impl {
   PrefixIndex prefix_index{0};  // which slots hold which prompt prefixes (their `cache`), for sharing
   std::thread thread;
   int32_t capacity_cells = 0;  // most cells one request may use: the slot size, capped by --kv-budget
+  // --kv-unified: a request without n_predict reserves a share of the pool (GrowStart) and grows into it by
+  // kGrowCells while the budget has room (GrowReservation).
+  bool grow = false;
+  static constexpr int32_t kGrowCells = 256;
   uint64_t model_id = 0;       // identity of the weights, written into slot files
   uint64_t tick = 0;
   std::vector<float> grammar_logits;  // scratch: logits with the grammar's rejected tokens at -inf
@@ -159,6 +163,12 @@ struct Engine::Impl {
   // SlotBudgetBytes summed over every slot but `except`.
   uint64_t BudgetUsedExcept(int except) const;
   uint64_t OwnedBytes(int id) const { return kv->committed_bytes(id) - kv->shared_bytes(id); }
+  // A growing request's first reservation: a slot's share of the pool (n_ctx / n_parallel), or its prompt and
+  // kGrowCells more when that is longer; at most `cap`.
+  int32_t GrowStart(int32_t n_prompt, int32_t cap) const;
+  // Raises a growing busy slot's reservation by kGrowCells (evicting idle slots' KV if need be); false when
+  // the request has no room to grow (it then ends as a full context does).
+  bool GrowReservation(Slot& s);
   // Drops idle slots' kept KV (never `protect`'s), least recently used first, until `need` more bytes fit
   // the budget beside every slot but `except`.
   bool MakeRoom(uint64_t need, int except, int protect = -1);

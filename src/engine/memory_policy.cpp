@@ -83,6 +83,36 @@ bool Engine::Impl::MakeRoom(uint64_t need, int except, int protect) {
   return BudgetUsedExcept(except) + need <= budget;
 }
 
+int32_t Engine::Impl::GrowStart(int32_t n_prompt, int32_t cap) const {
+  const EngineConfig& cfg = engine->config_;
+  const int32_t share = cfg.n_ctx / std::max(cfg.n_parallel, 1);
+  return std::min(cap, std::max(share, n_prompt + kGrowCells));
+}
+
+bool Engine::Impl::GrowReservation(Slot& s) {
+  if (!grow || !s.busy() || s.req.n_predict >= 0 || s.limit_cells >= capacity_cells) return false;
+  const EngineConfig& cfg = engine->config_;
+  const int32_t want = std::min(capacity_cells, s.limit_cells + kGrowCells);
+  const uint64_t reserve = kv->BytesForCells(want);
+  const uint64_t need = reserve - std::min(reserve, kv->shared_bytes(s.id));
+  if (cfg.kv_budget > 0 && BudgetUsedExcept(s.id) + need > cfg.kv_budget && !MakeRoom(need, s.id)) {
+    LS_LOG_INFO("slot %d: the unified KV pool is full (%d cells held, %.1f MiB of %.1f MiB reserved): the "
+                "request ends as a full context does",
+                s.id, kv->n_cells(s.id), MiB(BudgetUsedExcept(-1)), MiB(cfg.kv_budget));
+    return false;
+  }
+  if (account) {  // the shared --memory-budget: charged now or not at all (a running request never waits)
+    const uint64_t kv_after = BudgetUsedExcept(s.id) + need;
+    BudgetCharge add;
+    add.kv = kv_after > kv_charged ? kv_after - kv_charged : 0;
+    if (!account->TryCharge(add)) return false;
+    kv_charged += add.kv;
+  }
+  s.limit_cells = want;
+  s.budget_bytes = reserve;
+  return true;
+}
+
 void Engine::Impl::TrimSlot(Slot& s, int32_t keep, const char* why) {
   keep = std::min<int32_t>(keep, static_cast<int32_t>(s.cache.size()));
   // A sliding-window model continues only from where its local layers still hold the window.
@@ -216,6 +246,8 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
       limit = n_prompt;
     } else if (p.req.n_predict >= 0) {
       limit = std::min<int64_t>(capacity_cells, int64_t{n_prompt} + std::max(p.req.n_predict, 1));
+    } else if (grow) {
+      limit = GrowStart(n_prompt, limit);
     }
     // The budgets (an encoder holds no KV): the worst case is reserved up front, so generation can never
     // push the total past them. Of it, the pages the slot will map from a holder or a source are theirs to

@@ -74,7 +74,7 @@ Result<BudgetCharge> Engine::EstimateCharge(const EngineConfig& config) {
                       Model::Load(config.model_path, {.threads = n_threads, .huge_pages = false}));
   const bool encoder = model->arch().encoder;
   const int n_slots = encoder ? std::max(config.n_parallel, kEncoderSlots) : config.n_parallel;
-  int32_t n_ctx_slot = config.n_ctx / std::max(config.n_parallel, 1);
+  int32_t n_ctx_slot = config.kv_unified && !encoder ? config.n_ctx : config.n_ctx / std::max(config.n_parallel, 1);
   if (encoder) n_ctx_slot = std::min(n_ctx_slot, model->hparams().n_ctx_train);
   return FixedChargeFor(*model, config, n_slots, n_ctx_slot, n_threads);
 }

@@ -137,6 +137,7 @@ void Props(ServerState& st, const httplib::Request& req, httplib::Response& res)
                  {"kv_budget", cfg.kv_budget},
                  {"kv_eager", cfg.kv_eager},
                  {"kv_share", cfg.kv_share},
+                 {"kv_unified", cfg.kv_unified},
                  {"idle_timeout", cfg.idle_timeout_s},
                  {"idle_release_weights", cfg.idle_release_weights_s},
                  {"slot_save_path", cfg.slot_save_path},
