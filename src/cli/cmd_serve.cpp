@@ -40,6 +40,7 @@ struct ServeFlags {
   bool jinja = false;    // accepted for llama-server compatibility: templates are always Jinja here
   bool metrics = false;  // accepted for compatibility: /metrics is always on
   std::string kv_budget;
+  std::string kv_park_max;
   std::string max_body_size;
   std::string flash_attn;
   std::string cache_type_k, cache_type_v;
@@ -291,6 +292,9 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
   if (!f->api_key_file.empty()) {
     LS_ASSIGN_OR_RETURN(std::vector<std::string> keys, server::ReadApiKeyFile(f->api_key_file));
     o.api_keys.insert(o.api_keys.end(), keys.begin(), keys.end());
+  }
+  if (!f->kv_park_max.empty()) {
+    LS_ASSIGN_OR_RETURN(o.engine.kv_park_max, ParseSize("--kv-park-max", f->kv_park_max));
   }
   if (!f->kv_budget.empty()) {
     LS_ASSIGN_OR_RETURN(o.engine.kv_budget, ParseSize("--kv-budget", f->kv_budget));
@@ -548,6 +552,16 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
   sub->add_flag("--kv-unified,!--no-kv-unified", o.engine.kv_unified,
                 "One pool of --ctx-size cells for all slots (llama-server's -kvu): each slot may grow to the whole "
                 "context while the others leave room (default: --ctx-size / --parallel cells per slot)");
+  sub->add_option("--kv-park", o.engine.kv_park_dir,
+                  "Write an idle conversation's KV to DIR before releasing it, and read it back when the "
+                  "conversation returns (router mode: a subfolder per model); created if missing");
+  sub->add_option("--kv-park-after", o.engine.kv_park_after_s,
+                  "With --kv-park: park and release a slot idle for this many seconds (default 0: only when "
+                  "its KV would be released anyway)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--kv-park-max", f->kv_park_max,
+                  "With --kv-park: most disk used by parked conversations, e.g. 8GiB (default 0: no cap); "
+                  "the least recently used go first");
   sub->add_option("--kv-budget", f->kv_budget,
                   "Most KV-cache memory committed over all slots, e.g. 512M or 2G (default 0: no cap)");
   sub->add_option("--max-body-size", f->max_body_size,

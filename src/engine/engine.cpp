@@ -150,6 +150,13 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
         MiB(budget), MiB(c.reserved_bytes()), impl->capacity_cells);
   }
   impl->model_id = ModelIdentity(*e->model_);
+  if (!config.kv_park_dir.empty()) {
+    if (encoder) return InvalidArgument("--kv-park: " + hp.arch + " is an encoder, which keeps no KV to park");
+    if (config.kv_eager) return InvalidArgument("--kv-park cannot be combined with --kv-eager (nothing is released)");
+    LS_ASSIGN_OR_RETURN(impl->park, ParkStore::Open(config.kv_park_dir, config.kv_park_max, c, impl->model_id));
+  } else if (config.kv_park_after_s > 0 || config.kv_park_max > 0) {
+    return InvalidArgument("--kv-park-after and --kv-park-max need --kv-park DIR");
+  }
   if (config.compute) {
     impl->pool = &config.compute->pool;
   } else {
@@ -200,6 +207,8 @@ Engine::~Engine() {
   }
   impl_->cv.notify_all();
   if (impl_->thread.joinable()) impl_->thread.join();
+  // Idle conversations outlive the process on disk (--kv-park): the next one of this model resumes them.
+  for (auto& s : impl_->slots) impl_->ParkSlot(s, "shutdown");
   Event ev;
   ev.type = Event::kError;
   ev.error = Unavailable("server is shutting down");
@@ -364,6 +373,13 @@ void Engine::Impl::PublishSlotInfo() {
   stats.kv_shared_bytes = kv->shared_bytes();
   stats.kv_peak_committed_bytes = kv->peak_committed_bytes();
   stats.kv_budget_used_bytes = budget_used;
+  if (park) {
+    stats.kv_parked_files = park->files();
+    stats.kv_parked_bytes = park->bytes();
+    stats.kv_parks = park->counters().parks;
+    stats.kv_resumes = park->counters().resumes;
+    stats.kv_park_failures = park->counters().failures;
+  }
   stats.scratch_bytes = scratch;
   stats.weights_released = weights_released;
   ++stats.updates;
@@ -408,6 +424,7 @@ void Engine::Impl::Loop() {
       }
       LogFirstCommits();
       last_work = Clock::now();
+      ParkIdleSlots(last_work);  // --kv-park-after: idle slots beside busy ones
       if (enc && !AnyBusy()) ReleaseEncoderScratch();
     }
     PublishSlotInfo();
@@ -683,7 +700,8 @@ void Engine::Impl::Release(Slot& s, bool keep_cache) {
   s.last_used = ++tick;
   std::vector<float>().swap(s.hidden);
   // Without prompt caching the slot's cells are dropped and their pages returned to the kernel at once.
-  if (!keep_cache) TrimSlot(s, 0, "request done, cache_prompt off");
+  s.idle_since = Clock::now();
+  if (!keep_cache) TrimSlot(s, 0, "request done, cache_prompt off", /*park_first=*/false);
 }
 
 }  // namespace lazyslot

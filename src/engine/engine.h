@@ -63,6 +63,12 @@ struct EngineConfig {
   // Every slot may grow to n_ctx; the pool is a KV budget of n_ctx cells (with kv_budget, the smaller), a
   // request without n_predict reserves a slot's share and grows into what the pool has free.
   bool kv_unified = false;
+  // Parking (docs/memory.md, engine/park_store.h): an idle slot's KV is written to kv_park_dir before it is
+  // released, and read back for a prompt that starts with it. Empty: off. kv_park_after_s > 0: an idle slot
+  // is parked and released after that many seconds; kv_park_max: most bytes of parked files (0: no cap).
+  std::string kv_park_dir;
+  double kv_park_after_s = 0;
+  uint64_t kv_park_max = 0;
   double idle_timeout_s = 0;          // > 0: after this long with no work, release all KV and the scratch
   double idle_release_weights_s = 0;  // > 0: after this long with no work, drop the weights' resident pages
   std::string slot_save_path;         // directory for slot save/restore; empty = disabled
@@ -193,6 +199,9 @@ struct EngineStats {
   uint64_t prompt_tokens_cached_total = 0;
   uint64_t scratch_bytes = 0;  // forward-pass activations
   uint64_t idle_releases = 0, weight_releases = 0;
+  // Parking (--kv-park): the files and bytes on disk, and counts of writes, resumes and failures.
+  uint64_t kv_parked_files = 0, kv_parked_bytes = 0;
+  uint64_t kv_parks = 0, kv_resumes = 0, kv_park_failures = 0;
   bool weights_released = false;  // dropped by --idle-release-weights and not yet paged back
   uint64_t updates = 0;           // times the scheduler published these figures
 };

@@ -17,6 +17,7 @@
 
 #include "engine/constrained.h"
 #include "engine/engine.h"
+#include "engine/park_store.h"
 #include "engine/prefix_index.h"
 #include "engine/text_output.h"
 #include "kv/kv_cache.h"
@@ -59,6 +60,7 @@ struct Engine::Impl {
     std::vector<TokenId> cache;  // the tokens whose K/V fill cells [0, cache.size()), kept after a request
     uint64_t cache_scope = 0;    // the cache scope of the request that wrote them (GenerationRequest)
     uint64_t last_used = 0;      // tick of the last release (least recently used idle slot is evicted first)
+    Clock::time_point idle_since;  // when its last request ended (--kv-park-after)
     int32_t n_cached = 0;        // prompt tokens the current (or last) request reused from `cache`
     int32_t limit_cells = 0;     // most cells the current request may fill (slot size, or its budget share)
     uint64_t budget_bytes = 0;   // worst-case KV of the current request (a slot of its own), for the budgets
@@ -86,6 +88,7 @@ struct Engine::Impl {
   std::unique_ptr<Encoder> enc;          // encoders (bert): no KV; each prompt goes whole into one pass
   std::vector<Slot> slots;
   PrefixIndex prefix_index{0};  // which slots hold which prompt prefixes (their `cache`), for sharing
+  std::unique_ptr<ParkStore> park;  // --kv-park: conversations written to disk before their KV is released
   std::thread thread;
   int32_t capacity_cells = 0;  // most cells one request may use: the slot size, capped by --kv-budget
   // --kv-unified: a request without n_predict reserves a share of the pool (GrowStart) and grows into it by
@@ -173,7 +176,24 @@ struct Engine::Impl {
   // the budget beside every slot but `except`.
   bool MakeRoom(uint64_t need, int except, int protect = -1);
   // Keeps cells [0, keep) of a slot (and its token list), releasing the pages past them; logs the release.
-  void TrimSlot(Slot& s, int32_t keep, const char* why);
+  // With --kv-park an idle slot that loses a block or more is parked first (park_first: not when the
+  // client or the operator asked for the cells to go).
+  void TrimSlot(Slot& s, int32_t keep, const char* why, bool park_first = true);
+
+  // parking.cpp (--kv-park)
+  // Writes an idle slot's cells to the park store (unless a file holds them already); false when nothing
+  // was parked (off, too short, busy, or the write failed: logged, the cells will be recomputed).
+  bool ParkSlot(Slot& s, const char* why);
+  // --kv-park-after: parks and releases the idle slots idle for that long by `now`.
+  void ParkIdleSlots(Clock::time_point now);
+  // The next --kv-park-after deadline of an idle slot holding cells, if any.
+  std::optional<Clock::time_point> NextParkDeadline() const;
+  // A parked conversation holding at least a block more of `req`'s prompt than `have`, or none.
+  ParkStore::Match ParkedPrefix(const GenerationRequest& req, int32_t have) const;
+  // Reads a parked conversation into the (emptied) slot and keeps the first `m.common` cells (fewer on a
+  // sliding-window model, which continues only near its end); returns the cells kept, 0 when it failed
+  // (logged; the request computes).
+  int32_t ResumeParked(Slot& s, const ParkStore::Match& m, const GenerationRequest& req);
   // Logs each slot's first commit since it was last empty.
   void LogFirstCommits();
   // When the next idle release is due, if any is pending.

@@ -113,8 +113,9 @@ bool Engine::Impl::GrowReservation(Slot& s) {
   return true;
 }
 
-void Engine::Impl::TrimSlot(Slot& s, int32_t keep, const char* why) {
+void Engine::Impl::TrimSlot(Slot& s, int32_t keep, const char* why, bool park_first) {
   keep = std::min<int32_t>(keep, static_cast<int32_t>(s.cache.size()));
+  if (park_first && park && static_cast<int32_t>(s.cache.size()) - keep >= PrefixIndex::kBlock) ParkSlot(s, why);
   // A sliding-window model continues only from where its local layers still hold the window.
   if (keep < kv->n_cells(s.id)) keep = kv->ReusableCells(s.id, keep);
   const int32_t had = kv->n_cells(s.id);
@@ -223,6 +224,16 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
       if (kv->shares_pages() && kv->window() == 0 && ComputingPrefix(p.req, std::max(keep, shared)))
         return Admit::kPass;
     }
+    // A longer prefix parked on disk (--kv-park) is read back rather than computed, into a slot chosen as
+    // for a new conversation.
+    ParkStore::Match parked;
+    if (park && p.req.cache_prompt && !p.req.embedding && !source && !enc) {
+      parked = ParkedPrefix(p.req, std::max(keep, shared));
+      if (parked.entry >= 0) {
+        holder = nullptr;
+        best = nullptr;
+      }
+    }
     if (!best) {
       for (Slot& s : slots) {
         if (!usable(s)) continue;
@@ -237,8 +248,8 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
     if (holder == &s) {  // the holder itself is the slot to take: its own prefix, nothing to share
       keep = shared;
       holder = nullptr;
-    } else if (holder) {
-      keep = 0;  // the slot's own cells go; the holder's prefix takes their place
+    } else if (holder || parked.entry >= 0) {
+      keep = 0;  // the slot's own cells go; the holder's prefix, or the parked one, takes their place
     }
     // The most cells this request can fill: prompt + n_predict, within the slot and the budget.
     int32_t limit = capacity_cells;
@@ -254,7 +265,8 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
     // count; what the slot lends others stays counted (its trim hands those pages to a borrower).
     uint64_t reserve = 0, need = 0;
     if (!enc && (cfg.kv_budget > 0 || account)) {
-      reserve = kv->BytesForCells(limit);
+      // A parked file is read whole, then cut to what the prompt shares: its cells count until then.
+      reserve = kv->BytesForCells(std::max(limit, parked.n_tokens));
       const auto need_for = [&](int32_t mapped) {
         return reserve - std::min(reserve, kv->MappedBytesForCells(mapped)) + kv->lent_bytes(s.id);
       };
@@ -291,6 +303,10 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
       prefix_index.Extend(s.id, s.cache, s.cache_scope);
       LS_LOG_DEBUG("slot %d: %d prompt cells from slot %d (another choice of the same prompt): %.2f MiB shared",
                    s.id, keep, source->id, MiB(kv->shared_bytes(s.id)));
+    }
+    if (parked.entry >= 0) {
+      keep = ResumeParked(s, parked, p.req);
+      if (reserve > 0) reserve = kv->BytesForCells(limit);  // cut to the shared prefix: the request's own
     }
     if (holder) {
       // What the holder still holds: making room for the budget above may have trimmed an idle holder.
@@ -415,14 +431,18 @@ std::optional<Clock::time_point> Engine::Impl::NextIdleDeadline() const {
   };
   consider(cfg.idle_timeout_s, idle_released);
   consider(cfg.idle_release_weights_s, weights_released);
+  const std::optional<Clock::time_point> park_due = NextParkDeadline();
+  if (park_due && (!due || *park_due < *due)) due = park_due;
   return due;
 }
 
 void Engine::Impl::IdleRelease(Clock::time_point now) {
   const EngineConfig& cfg = engine->config_;
   const double idle_s = std::chrono::duration<double>(now - last_work).count();
+  ParkIdleSlots(now);
   if (cfg.idle_timeout_s > 0 && !idle_released && idle_s >= cfg.idle_timeout_s) {
     idle_released = true;
+    for (Slot& s : slots) ParkSlot(s, "idle timeout");  // before their pages go
     const size_t scratch = scratch_bytes();
     Result<uint64_t> released = kv->ReleaseAll();
     if (!released.ok())

@@ -20,6 +20,7 @@ uint64_t PrefixIndex::Chain(uint64_t prev, const TokenId* block) {
 }
 
 void PrefixIndex::Extend(int slot, const std::vector<TokenId>& tokens, uint64_t scope) {
+  if (static_cast<size_t>(slot) >= chains_.size()) chains_.resize(static_cast<size_t>(slot) + 1);
   std::vector<uint64_t>& chain = chains_[slot];
   const size_t n = tokens.size() / kBlock;
   while (chain.size() < n) {
@@ -31,6 +32,7 @@ void PrefixIndex::Extend(int slot, const std::vector<TokenId>& tokens, uint64_t 
 }
 
 void PrefixIndex::Truncate(int slot, int32_t n) {
+  if (static_cast<size_t>(slot) >= chains_.size()) return;
   std::vector<uint64_t>& chain = chains_[slot];
   const size_t keep = static_cast<size_t>(std::max<int32_t>(n, 0) / kBlock);
   while (chain.size() > keep) {

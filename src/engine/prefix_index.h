@@ -18,6 +18,7 @@ class PrefixIndex {
  public:
   static constexpr int32_t kBlock = 32;
 
+  // Slots (or any small ids) from 0; the index grows to ids past n_slots as they are extended.
   explicit PrefixIndex(int n_slots) : chains_(n_slots) {}
 
   // The slot now holds `tokens` of cache scope `scope`, which extend what it held when last told (Truncate

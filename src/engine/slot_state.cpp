@@ -162,7 +162,7 @@ Result<SlotFileResult> Engine::Impl::RunSlotTask(SlotTask& task) {
   const std::string path = (std::filesystem::path(engine->config_.slot_save_path) / task.filename).string();
   switch (task.kind) {
     case SlotTask::kSave: {
-      LS_ASSIGN_OR_RETURN(r.n_bytes, SaveSlotState(*kv, s.id, s.cache, model_id, path));
+      LS_ASSIGN_OR_RETURN(r.n_bytes, SaveSlotState(*kv, s.id, s.cache, model_id, path, s.cache_scope));
       r.n_tokens = static_cast<int32_t>(s.cache.size());
       LS_LOG_INFO("slot %d: saved %d tokens to %s (%.2f MiB)", s.id, r.n_tokens, path.c_str(),
                   MiB(r.n_bytes));
@@ -172,7 +172,7 @@ Result<SlotFileResult> Engine::Impl::RunSlotTask(SlotTask& task) {
       // Whatever fails, the slot ends up empty and usable (as llama-server, which clears the slot's
       // tokens): never half-restored, and never holding KV that its token list does not describe.
       auto fail = [&](Status st) {
-        TrimSlot(s, 0, "restore failed");
+        TrimSlot(s, 0, "restore failed", /*park_first=*/false);
         LS_LOG_WARN("slot %d: restore from %s failed, slot emptied: %s", s.id, task.filename.c_str(),
                     st.message().c_str());
         return st;
@@ -208,6 +208,7 @@ Result<SlotFileResult> Engine::Impl::RunSlotTask(SlotTask& task) {
         }
         kv_charged += add.kv;
       }
+      ParkSlot(s, "replaced by a restore");
       Result<SlotStateInfo> info = RestoreSlotState(*kv, s.id, model_id, path);
       if (!info.ok()) return fail(info.status());
       const int32_t n_vocab = engine->model_->hparams().n_vocab;
@@ -219,7 +220,7 @@ Result<SlotFileResult> Engine::Impl::RunSlotTask(SlotTask& task) {
       }
       s.cache = std::move(info->tokens);
       prefix_index.Truncate(s.id, 0);
-      s.cache_scope = 0;  // a slot file records no scope: what it restores is unscoped (an operator's action)
+      s.cache_scope = info->scope;  // the file's cells stay in the scope they were computed in
       prefix_index.Extend(s.id, s.cache, s.cache_scope);
       s.n_cached = 0;
       s.last_used = ++tick;
@@ -234,7 +235,7 @@ Result<SlotFileResult> Engine::Impl::RunSlotTask(SlotTask& task) {
     }
     case SlotTask::kErase: {
       r.n_tokens = static_cast<int32_t>(s.cache.size());
-      TrimSlot(s, 0, "erased");
+      TrimSlot(s, 0, "erased", /*park_first=*/false);
       break;
     }
     case SlotTask::kReleaseIdle:

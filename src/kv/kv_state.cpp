@@ -10,11 +10,13 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/hash.h"
+
 namespace lazyslot {
 namespace {
 
 constexpr char kMagic[8] = {'L', 'Z', 'S', 'L', 'O', 'T', 'K', 'V'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 #pragma pack(push, 1)
 struct Header {
@@ -26,10 +28,20 @@ struct Header {
   uint64_t k_row_bytes, v_row_bytes;
   uint64_t model_id;
   uint32_t n_tokens;
-  uint32_t local_floor;  // local layers' first row (0 without them; files before it wrote 0 here)
+  uint32_t local_floor;  // local layers' first row (0 without them)
+  uint64_t scope;        // cache scope of the cells
+  uint64_t checksum;     // Checksum64 of this header with checksum 0, the tokens and the rows
 };
 #pragma pack(pop)
-static_assert(sizeof(Header) == 72, "slot file header is 72 bytes");
+static_assert(sizeof(Header) == 88, "slot file header is 88 bytes");
+
+// Starts a file's checksum: the header with its checksum field 0.
+Checksum64 HeaderChecksum(Header h) {
+  h.checksum = 0;
+  Checksum64 sum;
+  sum.Update(&h, sizeof h);
+  return sum;
+}
 
 std::string Errno() { return std::strerror(errno); }
 
@@ -89,7 +101,7 @@ class Fd {
 }  // namespace
 
 Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<int32_t>& tokens,
-                               uint64_t model_id, const std::string& path) {
+                               uint64_t model_id, const std::string& path, uint64_t scope) {
   const KvConfig& c = kv.config();
   if (slot < 0 || slot >= c.n_slot)
     return InvalidArgument("slot " + std::to_string(slot) + " does not exist");
@@ -110,19 +122,27 @@ Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<in
   h.model_id = model_id;
   h.n_tokens = static_cast<uint32_t>(tokens.size());
   h.local_floor = static_cast<uint32_t>(kv.local_floor(slot));
+  h.scope = scope;
 
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (fd.get() < 0) return IoError("cannot create " + tmp + ": " + Errno());
-  bool ok =
-      WriteAll(fd.get(), &h, sizeof h) && WriteAll(fd.get(), tokens.data(), tokens.size() * sizeof(int32_t));
+  // The header goes first with checksum 0 and again at the end with the sum of what followed it.
+  Checksum64 sum = HeaderChecksum(h);
+  auto write = [&](const void* p, size_t n) {
+    sum.Update(p, n);
+    return WriteAll(fd.get(), p, n);
+  };
+  bool ok = WriteAll(fd.get(), &h, sizeof h) && write(tokens.data(), tokens.size() * sizeof(int32_t));
   // Rows of a (layer, K|V, slot) run are contiguous: one write per run (a local layer's from its floor).
   for (int il = 0; ok && il < c.n_layer; ++il) {
     const int32_t first = kv.is_local(il) ? kv.local_floor(slot) : 0;
     const size_t rows = LayerRows(h, kv, il);
-    ok = WriteAll(fd.get(), kv.KRow(il, slot, first), rows * kv.k_row_bytes()) &&
-         WriteAll(fd.get(), kv.VRow(il, slot, first), rows * kv.v_row_bytes());
+    ok = write(kv.KRow(il, slot, first), rows * kv.k_row_bytes()) &&
+         write(kv.VRow(il, slot, first), rows * kv.v_row_bytes());
   }
+  h.checksum = sum.Digest();
+  if (ok) ok = ::pwrite(fd.get(), &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h);
   if (ok) ok = ::fsync(fd.get()) == 0;
   const std::string err = ok ? "" : Errno();
   if (::close(fd.release()) != 0 && ok) ok = false;
@@ -136,6 +156,16 @@ Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<in
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dfd.get() >= 0) (void)::fsync(dfd.get());
+  return ExpectedSize(h, kv);
+}
+
+uint64_t SlotStateBytes(const KvCache& kv, int slot) {
+  Header h{};
+  h.n_layer = static_cast<uint32_t>(kv.config().n_layer);
+  h.k_row_bytes = kv.k_row_bytes();
+  h.v_row_bytes = kv.v_row_bytes();
+  h.n_tokens = static_cast<uint32_t>(kv.n_cells(slot));
+  h.local_floor = static_cast<uint32_t>(kv.local_floor(slot));
   return ExpectedSize(h, kv);
 }
 
@@ -158,10 +188,13 @@ Result<uint32_t> SlotStateTokens(const std::string& path) {
   return h.n_tokens;
 }
 
-Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id, const std::string& path) {
+namespace {
+
+// Opens `path` and validates its header and size against the cache; on success *h holds the header and the
+// descriptor is positioned at the tokens.
+Result<int> OpenChecked(const KvCache& kv, uint64_t model_id, const std::string& path, Header* out,
+                        uint64_t* file_bytes) {
   const KvConfig& c = kv.config();
-  if (slot < 0 || slot >= c.n_slot)
-    return InvalidArgument("slot " + std::to_string(slot) + " does not exist");
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT) return NotFound("slot file " + path + " does not exist");
@@ -222,22 +255,57 @@ Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id,
                            std::to_string(h.n_tokens) + " tokens) implies " + std::to_string(expect) +
                            (size < expect ? " (truncated)" : " (trailing bytes)"));
   }
+  *out = h;
+  *file_bytes = size;
+  return fd.release();
+}
+
+}  // namespace
+
+Result<SlotStateInfo> ReadSlotStateHeader(const KvCache& kv, uint64_t model_id, const std::string& path) {
+  Header h{};
   SlotStateInfo info;
+  LS_ASSIGN_OR_RETURN(const int raw, OpenChecked(kv, model_id, path, &h, &info.file_bytes));
+  Fd fd(raw);
   info.model_id = h.model_id;
-  info.file_bytes = size;
+  info.scope = h.scope;
+  info.tokens.resize(h.n_tokens);
+  if (!ReadAll(fd.get(), info.tokens.data(), info.tokens.size() * sizeof(int32_t))) {
+    return IoError("slot file " + path + ": read failed: " + Errno());
+  }
+  return info;
+}
+
+Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id, const std::string& path) {
+  const KvConfig& c = kv.config();
+  if (slot < 0 || slot >= c.n_slot)
+    return InvalidArgument("slot " + std::to_string(slot) + " does not exist");
+  Header h{};
+  SlotStateInfo info;
+  LS_ASSIGN_OR_RETURN(const int raw, OpenChecked(kv, model_id, path, &h, &info.file_bytes));
+  Fd fd(raw);
+  const std::string what = "slot file " + path + ": ";
+  info.model_id = h.model_id;
+  info.scope = h.scope;
   info.tokens.resize(h.n_tokens);
   if (!ReadAll(fd.get(), info.tokens.data(), info.tokens.size() * sizeof(int32_t))) {
     return IoError(what + "read failed: " + Errno());
   }
   // The slot's old cells go first; the rows are then read straight into the arena, which commits exactly
-  // the pages the file's cells occupy.
+  // the pages the file's cells occupy, and summed there.
   LS_RETURN_IF_ERROR(kv.Trim(slot, 0).status());
+  Checksum64 sum = HeaderChecksum(h);
+  sum.Update(info.tokens.data(), info.tokens.size() * sizeof(int32_t));
   bool ok = true;
   for (int il = 0; ok && il < c.n_layer; ++il) {
     const int32_t first = kv.is_local(il) ? static_cast<int32_t>(h.local_floor) : 0;
     const size_t rows = LayerRows(h, kv, il);
     ok = ReadAll(fd.get(), kv.KRow(il, slot, first), rows * kv.k_row_bytes()) &&
          ReadAll(fd.get(), kv.VRow(il, slot, first), rows * kv.v_row_bytes());
+    if (ok) {
+      sum.Update(kv.KRow(il, slot, first), rows * kv.k_row_bytes());
+      sum.Update(kv.VRow(il, slot, first), rows * kv.v_row_bytes());
+    }
   }
   const auto n = static_cast<int32_t>(h.n_tokens);
   kv.SetRestored(slot, n, static_cast<int32_t>(h.local_floor));
@@ -245,6 +313,10 @@ Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id,
     const std::string why = Errno();
     (void)kv.Trim(slot, 0);  // gives back what was read
     return IoError(what + "read failed: " + why);
+  }
+  if (sum.Digest() != h.checksum) {
+    (void)kv.Trim(slot, 0);
+    return InvalidArgument(what + "corrupt (its checksum does not match its contents)");
   }
   return info;
 }

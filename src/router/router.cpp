@@ -44,6 +44,16 @@ EngineConfig ConfigFor(const State& st, const CatalogEntry& e) {
   e.overrides.ApplyTo(&c);
   st.config.command_line.ApplyTo(&c);  // explicit flags win over the preset, as llama-server
   c.memory_wait_s = st.config.budget_wait_s;
+  if (!c.kv_park_dir.empty()) {
+    // Each model parks in a subfolder of its own, named after its id (unsafe characters replaced), so an
+    // unloaded model's conversations wait there for its next load.
+    std::string sub = e.id;
+    for (char& ch : sub) {
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-' && ch != '_') ch = '_';
+    }
+    if (sub.empty() || sub[0] == '.') sub = "_" + sub;
+    c.kv_park_dir += "/" + sub;
+  }
   return c;
 }
 

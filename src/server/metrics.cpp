@@ -179,6 +179,17 @@ std::string RenderMetrics(const ServerState& st, const Engine* engine) {
            static_cast<double>(s.weight_releases));
   w.Metric("lazyslot:weights_released", "gauge", "1 while the weights are dropped and not yet paged back.",
            s.weights_released ? 1 : 0);
+  w.Metric("lazyslot:kv_parked_files", "gauge", "Conversations parked on disk (--kv-park).",
+           static_cast<double>(s.kv_parked_files));
+  w.Metric("lazyslot:kv_parked_bytes", "gauge", "Bytes of parked conversations on disk (--kv-park).",
+           static_cast<double>(s.kv_parked_bytes));
+  w.Metric("lazyslot:kv_parks_total", "counter", "Conversations written to disk before their KV was released.",
+           static_cast<double>(s.kv_parks));
+  w.Metric("lazyslot:kv_resumes_total", "counter", "Parked conversations read back instead of computed.",
+           static_cast<double>(s.kv_resumes));
+  w.Metric("lazyslot:kv_park_failures_total", "counter",
+           "Parking writes that failed and parked files refused on reading (their tokens are computed).",
+           static_cast<double>(s.kv_park_failures));
   // Measured now (the KV arena's memory file, /proc/self for the rest).
   const MemoryReport mem = engine->Memory();
   w.Metric("lazyslot:kv_resident_bytes", "gauge", "KV-cache pages resident in RAM (each page once).",

@@ -387,7 +387,7 @@ TEST_F(SlotFileTest, SlidingWindowSlotRoundTrips) {
   ASSERT_TRUE(saved.ok()) << saved.status().ToString();
   EXPECT_EQ(saved->n_tokens, 309);
   // Header, tokens, the global layer's 309 rows and five local layers' 64, K and V of 128 bytes each.
-  EXPECT_EQ(saved->n_bytes, 72u + 309 * 4 + (309 + 5 * 64) * 2 * 128);
+  EXPECT_EQ(saved->n_bytes, 88u + 309 * 4 + (309 + 5 * 64) * 2 * 128);
   std::vector<TokenId> follow = p;
   follow.insert(follow.end(), first.tokens.begin(), first.tokens.end());
   follow.push_back(42);

@@ -141,7 +141,7 @@ TEST_F(SlotFileCorruption, BadFilesAreRefusedAndLeaveTheSlotEmptyAndUsable) {
   ASSERT_LE(held, 46);
   ASSERT_TRUE(e->SaveSlot(0, "good.bin").ok());
   const std::string good = ReadBytes(dir_ / "good.bin");
-  ASSERT_GT(good.size(), 72u + 45 * 4);
+  ASSERT_GT(good.size(), 88u + 45 * 4);
 
   // Another model's slot file, written by that model's engine into the same directory.
   {
@@ -157,7 +157,10 @@ TEST_F(SlotFileCorruption, BadFilesAreRefusedAndLeaveTheSlotEmptyAndUsable) {
   wrong_version[8] = 99;  // u32 version right after the 8-byte magic
   std::string bad_token = good;
   const int32_t huge = 1 << 30;
-  std::memcpy(&bad_token[72], &huge, sizeof huge);  // the first token id, right after the 72-byte header
+  std::memcpy(&bad_token[88], &huge, sizeof huge);  // the first token id, right after the 88-byte header
+  std::string flipped = good;
+  flipped[good.size() - 7] ^= 0x10;  // one bit of the last V row
+  WriteBytes(dir_ / "flipped.bin", flipped);
   WriteBytes(dir_ / "truncated.bin", good.substr(0, good.size() - 100));
   WriteBytes(dir_ / "header-only.bin", good.substr(0, 40));
   WriteBytes(dir_ / "garbage.bin", garbage);
@@ -172,9 +175,9 @@ TEST_F(SlotFileCorruption, BadFilesAreRefusedAndLeaveTheSlotEmptyAndUsable) {
   };
   for (const Case& c : {Case{"truncated.bin", "(truncated)"}, Case{"header-only.bin", "too short"},
                         Case{"empty.bin", "too short"}, Case{"garbage.bin", "not a lazyslot slot file"},
-                        Case{"version.bin", "version 99, this build reads version 1"},
+                        Case{"version.bin", "version 99, this build reads version 2"},
                         Case{"other-model.bin", "different model"}, Case{"trailing.bin", "trailing bytes"},
-                        Case{"badtoken.bin", "outside the vocabulary"}}) {
+                        Case{"badtoken.bin", "corrupt"}, Case{"flipped.bin", "corrupt"}}) {
     SCOPED_TRACE(c.file);
     // Start from a full slot, so that "empty afterwards" means the failed restore emptied it.
     ASSERT_TRUE(e->RestoreSlot(0, "good.bin").ok());
