@@ -109,6 +109,17 @@ Status AdviseNoHugePages(void* p, size_t bytes) {
   return Status::Ok();
 }
 
+Status PopulateForWrite(void* p, size_t bytes) {
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14; older headers lack the name
+#endif
+  if (!p || bytes == 0) return Status::Ok();
+  if (madvise(p, AlignUp(bytes, PageSize()), MADV_POPULATE_WRITE) != 0) {
+    return IoError(std::string("madvise(MADV_POPULATE_WRITE) failed: ") + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 Result<uint64_t> RangeFieldBytes(const void* p, size_t bytes, const char* field) {
   FILE* f = std::fopen("/proc/self/smaps", "r");
   if (!f) return IoError(std::string("cannot open /proc/self/smaps: ") + std::strerror(errno));

@@ -38,6 +38,10 @@ Result<size_t> ResidentPages(const void* p, size_t bytes);
 // Asks the kernel not to back [p, p + bytes) with transparent huge pages (p page-aligned), so pages commit
 // one at a time and committed bytes stay proportional to what was written.
 Status AdviseNoHugePages(void* p, size_t bytes);
+// Commits the pages of [p, p + bytes) now, writable, in one call (MADV_POPULATE_WRITE, Linux 5.14+), where
+// touching them one by one would take a fault per page: about 5 us each on a VM, so 2 s for 439 MiB read into
+// fresh pages. The range must be page-aligned at p. Kernels without it: an error, nothing done.
+Status PopulateForWrite(void* p, size_t bytes);
 // Resident bytes this process maps for the mapping that contains `p` ("Rss:" of its /proc/self/smaps entry).
 Result<uint64_t> MappingRssBytes(const void* p);
 // Any "Field:  N kB" line of that entry in bytes, e.g. "AnonHugePages" (the bytes on transparent huge pages).

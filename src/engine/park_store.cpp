@@ -160,7 +160,9 @@ Result<uint64_t> ParkStore::Park(const KvCache& kv, int slot, const std::vector<
     Remove(oldest, "least recently used, over --kv-park-max");
     ++counters_.evicted;
   }
-  Result<uint64_t> written = SaveSlotState(kv, slot, tokens, model_id_, path, scope);
+  // Not fsync'd: a file torn by a power loss fails the size or checksum check and is deleted, never used, so
+  // the write runs at memory speed rather than the disk's (the kernel writes it back).
+  Result<uint64_t> written = SaveSlotState(kv, slot, tokens, model_id_, path, scope, /*durable=*/false);
   if (!written.ok()) {
     ++counters_.failures;
     return written.status();

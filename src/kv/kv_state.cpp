@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/hash.h"
+#include "core/vm.h"
 
 namespace lazyslot {
 namespace {
@@ -101,7 +102,7 @@ class Fd {
 }  // namespace
 
 Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<int32_t>& tokens,
-                               uint64_t model_id, const std::string& path, uint64_t scope) {
+                               uint64_t model_id, const std::string& path, uint64_t scope, bool durable) {
   const KvConfig& c = kv.config();
   if (slot < 0 || slot >= c.n_slot)
     return InvalidArgument("slot " + std::to_string(slot) + " does not exist");
@@ -143,7 +144,7 @@ Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<in
   }
   h.checksum = sum.Digest();
   if (ok) ok = ::pwrite(fd.get(), &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h);
-  if (ok) ok = ::fsync(fd.get()) == 0;
+  if (ok && durable) ok = ::fsync(fd.get()) == 0;
   const std::string err = ok ? "" : Errno();
   if (::close(fd.release()) != 0 && ok) ok = false;
   if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -151,6 +152,7 @@ Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<in
     ::unlink(tmp.c_str());
     return IoError("cannot write slot file " + path + ": " + why);
   }
+  if (!durable) return ExpectedSize(h, kv);
   // The rename is durable only once the directory entry is on disk too.
   const size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
@@ -294,12 +296,21 @@ Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id,
   // The slot's old cells go first; the rows are then read straight into the arena, which commits exactly
   // the pages the file's cells occupy, and summed there.
   LS_RETURN_IF_ERROR(kv.Trim(slot, 0).status());
+  // Each run's pages are committed in one call before the read, not faulted in one by one during it.
+  auto populate = [](uint8_t* p, size_t n) {
+    if (n == 0) return;
+    const uintptr_t page = vm::PageSize();
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
+    (void)vm::PopulateForWrite(reinterpret_cast<void*>(begin), reinterpret_cast<uintptr_t>(p) + n - begin);
+  };
   Checksum64 sum = HeaderChecksum(h);
   sum.Update(info.tokens.data(), info.tokens.size() * sizeof(int32_t));
   bool ok = true;
   for (int il = 0; ok && il < c.n_layer; ++il) {
     const int32_t first = kv.is_local(il) ? static_cast<int32_t>(h.local_floor) : 0;
     const size_t rows = LayerRows(h, kv, il);
+    populate(kv.KRow(il, slot, first), rows * kv.k_row_bytes());
+    populate(kv.VRow(il, slot, first), rows * kv.v_row_bytes());
     ok = ReadAll(fd.get(), kv.KRow(il, slot, first), rows * kv.k_row_bytes()) &&
          ReadAll(fd.get(), kv.VRow(il, slot, first), rows * kv.v_row_bytes());
     if (ok) {

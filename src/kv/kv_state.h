@@ -31,9 +31,12 @@ struct SlotStateInfo {
 };
 
 // Writes cells [0, tokens.size()) of `slot` with their tokens to `path` atomically (a temporary file in
-// the same directory, fsync, then rename). tokens.size() must equal kv.n_cells(slot).
+// the same directory, then rename). tokens.size() must equal kv.n_cells(slot). durable: fsync the file
+// before the rename and the directory after it (a /slots save); without it (parking) a power loss may leave
+// a torn file under the name, which the size and checksum checks then refuse.
 Result<uint64_t> SaveSlotState(const KvCache& kv, int slot, const std::vector<int32_t>& tokens,
-                               uint64_t model_id, const std::string& path, uint64_t scope = 0);
+                               uint64_t model_id, const std::string& path, uint64_t scope = 0,
+                               bool durable = true);
 
 // The size of the file SaveSlotState writes for `slot` as it is now.
 uint64_t SlotStateBytes(const KvCache& kv, int slot);
