@@ -19,7 +19,6 @@ samples with the phase they fall in). Binaries from $LAZYSLOT and $LLAMA_SERVER.
 Python 3 standard library only.
 """
 import argparse
-import http.client
 import json
 import os
 import random
@@ -33,39 +32,13 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench_http import metric, proc_kib, request  # noqa: E402
 args_vocab = 997  # token ids stay below this (--vocab)
 
 
 def tokens(n, salt):
     return [3 + (i * 53 + salt * 131 + (i * i + salt) % 89) % args_vocab for i in range(n)]
-
-
-def request(port, method, path, body=None, timeout=1800):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                 headers={"Content-Type": "application/json"})
-    r = conn.getresponse()
-    data = r.read()
-    conn.close()
-    return r.status, data
-
-
-def proc_kib(pid, path, field):
-    try:
-        with open(f"/proc/{pid}/{path}") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def metric(text, name):
-    for line in text.splitlines():
-        if line.startswith(name + " ") or line.startswith(name + "{"):
-            return float(line.split()[-1])
-    return None
 
 
 def command(kind, args, park_dir):
@@ -78,6 +51,8 @@ def command(kind, args, park_dir):
             cmd += ["--kv-park", park_dir]
             if args.park_max:
                 cmd += ["--kv-park-max", args.park_max]
+            if args.park_after:
+                cmd += ["--kv-park-after", str(args.park_after)]
         return cmd, None
     binary = os.environ.get("LLAMA_SERVER")
     if not binary:
@@ -200,6 +175,7 @@ def main():
     ap.add_argument("--ctx", type=int, default=16384)
     ap.add_argument("--kv-budget", default="1GiB")
     ap.add_argument("--park-max", default="", help="--kv-park-max (default: none)")
+    ap.add_argument("--park-after", type=float, default=0, help="--kv-park-after S (default: not given)")
     ap.add_argument("--park-root", default=None, help="where the park folder is made (default: $TMPDIR)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--port", type=int, default=18472)

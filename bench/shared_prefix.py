@@ -23,7 +23,6 @@ Token ids are fixed pseudo-random ids below 1,000, so any vocabulary of that siz
 standard library only.
 """
 import argparse
-import http.client
 import json
 import os
 import shlex
@@ -32,38 +31,12 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench_http import metric, proc_kib, request  # noqa: E402
 
 
 def tokens(n, salt):
     return [3 + (i * 53 + salt * 17 + (i * i) % 89) % 997 for i in range(n)]
-
-
-def request(port, method, path, body=None, timeout=600):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                 headers={"Content-Type": "application/json"})
-    r = conn.getresponse()
-    data = r.read()
-    conn.close()
-    return r.status, data
-
-
-def proc_kib(pid, path, field):
-    try:
-        with open(f"/proc/{pid}/{path}") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def metric(text, name):
-    for line in text.splitlines():
-        if line.startswith(name + " ") or line.startswith(name + "{"):
-            return float(line.split()[-1])
-    return None
 
 
 def command(kind, args):

@@ -286,10 +286,10 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
         if (!fits()) return Admit::kStop;
       }
     }
-    if (kv->n_cells(s.id) > keep || s.cache.size() > static_cast<size_t>(keep)) {
+    if (parked.entry < 0 && (kv->n_cells(s.id) > keep || s.cache.size() > static_cast<size_t>(keep))) {
       TrimSlot(s, keep, keep > 0 ? "prompt prefix reused" : "slot reassigned");
-    }
-    if (keep == 0) {
+    }  // (a resume parks the slot's cells and reuses its pages for the file's rows: ResumeParked)
+    if (keep == 0 && parked.entry < 0) {
       s.cache_scope = p.req.cache_scope;  // what it holds from now on is this request's
       prefix_index.Truncate(s.id, 0);
     }

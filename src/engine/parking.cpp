@@ -55,19 +55,26 @@ std::optional<Clock::time_point> Engine::Impl::NextParkDeadline() const {
 ParkStore::Match Engine::Impl::ParkedPrefix(const GenerationRequest& req, int32_t have) const {
   const int32_t limit = static_cast<int32_t>(req.prompt.size()) - 1;  // the last token is computed
   ParkStore::Match m = park->Find(req.prompt, limit, req.cache_scope);
+  // `have` is what an idle slot keeps or a busy one lends of the prompt: a file must beat it by a block.
   if (m.entry < 0 || m.common < have + PrefixIndex::kBlock) return {};
-  // Its conversation may sit in a slot already (parked, then resumed or kept): that slot is reused instead.
-  for (const Slot& s : slots) {
-    if (s.cache_scope == req.cache_scope && CommonPrefix(s.cache, req.prompt) >= m.common) return {};
-  }
   return m;
 }
 
 int32_t Engine::Impl::ResumeParked(Slot& s, const ParkStore::Match& m, const GenerationRequest& req) {
   const Clock::time_point t0 = Clock::now();
   const std::string path = park->path(m.entry);
+  // The slot's own conversation is parked and its token list dropped; its pages stay for the file's rows
+  // (KvCache::Rewrite, inside the restore), which saves committing them again.
+  if (s.cache.size() >= static_cast<size_t>(PrefixIndex::kBlock)) ParkSlot(s, "slot reassigned");
+  s.cache.clear();
+  prefix_index.Truncate(s.id, 0);
+  s.commit_logged = true;
   Result<SlotStateInfo> info = park->Restore(*kv, s.id, m);
-  if (!info.ok()) return 0;  // logged by the store, the file deleted; the slot is empty
+  if (!info.ok()) {  // logged by the store, the file deleted; the slot is empty and the request computes
+    s.commit_logged = false;
+    s.cache_scope = req.cache_scope;
+    return 0;
+  }
   s.cache = std::move(info->tokens);
   s.cache_scope = info->scope;
   // Keep what the prompt shares (a sliding-window model continues only near the end of what it holds).

@@ -447,6 +447,17 @@ Result<uint64_t> KvCache::Trim(int slot, int32_t n_keep) {
   return before - committed_bytes(slot);
 }
 
+Status KvCache::Rewrite(int slot, int32_t cells) {
+  // Pages it maps from others would become its own unwritten pages below its high-water mark, which the
+  // accounting cannot tell from written ones: such a slot starts empty, as with local layers.
+  if (window_ > 0 || n_borrowed_[0][slot] + n_borrowed_[1][slot] > 0) return Trim(slot, 0).status();
+  SlotCells& s = slots_[slot];
+  LS_RETURN_IF_ERROR(Trim(slot, std::clamp<int32_t>(cells, 0, s.n_cells)).status());  // pages past `cells` go
+  LS_RETURN_IF_ERROR(Privatize(slot, 0));  // the rest its own and lent to nobody: they will be written
+  s.n_cells = 0;                           // high_water stays: those pages are still committed
+  return Status::Ok();
+}
+
 Result<uint64_t> KvCache::ReleaseAll() {
   if (config_.eager) {
     for (auto& s : slots_) s.n_cells = s.floor = 0;

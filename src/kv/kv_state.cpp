@@ -293,9 +293,10 @@ Result<SlotStateInfo> RestoreSlotState(KvCache& kv, int slot, uint64_t model_id,
   if (!ReadAll(fd.get(), info.tokens.data(), info.tokens.size() * sizeof(int32_t))) {
     return IoError(what + "read failed: " + Errno());
   }
-  // The slot's old cells go first; the rows are then read straight into the arena, which commits exactly
-  // the pages the file's cells occupy, and summed there.
-  LS_RETURN_IF_ERROR(kv.Trim(slot, 0).status());
+  // The slot's old cells go first (its pages kept for the file's cells, not released and committed again);
+  // the rows are then read straight into the arena, which holds exactly the pages the file's cells occupy,
+  // and summed there.
+  LS_RETURN_IF_ERROR(kv.Rewrite(slot, static_cast<int32_t>(h.n_tokens)));
   // Each run's pages are committed in one call before the read, not faulted in one by one during it.
   auto populate = [](uint8_t* p, size_t n) {
     if (n == 0) return;

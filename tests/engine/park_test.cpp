@@ -63,9 +63,11 @@ class ParkTest : public ::testing::Test {
     return e.ok() ? std::move(e).value() : nullptr;
   }
   // Greedy continuation; *cached: the prompt tokens the engine did not compute.
-  static Collected Run(Engine& e, const std::vector<TokenId>& prompt, int32_t* cached = nullptr) {
+  static Collected Run(Engine& e, const std::vector<TokenId>& prompt, int32_t* cached = nullptr,
+                       uint64_t scope = 0) {
     GenerationRequest r;
     r.prompt = prompt;
+    r.cache_scope = scope;
     r.n_predict = 8;
     r.ignore_eos = true;
     r.sampling.temperature = 0;
@@ -330,6 +332,27 @@ TEST_F(ParkTest, AConversationThatMappedASharedPrefixParksAndResumes) {
   const std::vector<TokenId> next = Cat(Cat(b, b1.tokens), Tokens(6, 45));
   EXPECT_EQ(Run(*e, next, &cached).tokens, Reference(next));
   EXPECT_EQ(cached, 437);
+}
+
+// A parked conversation keeps its cache scope (cache_salt): only a request of that scope resumes it, also
+// when it was parked by a resume of another conversation into its slot.
+TEST_F(ParkTest, ParkedConversationsKeepTheirScope) {
+  REQUIRE_SHARED_FILE(kQwen);
+  auto e = Make(Config());
+  ASSERT_TRUE(e);
+  const std::vector<TokenId> a = Tokens(300, 50), b = Tokens(300, 51);
+  Run(*e, a, nullptr, 7);
+  Run(*e, b, nullptr, 0);         // a (scope 7) is parked
+  int32_t cached = -1;
+  Run(*e, Cat(a, Tokens(5, 1)), &cached, 0);  // scope 0: a's file is not its own; b is parked
+  EXPECT_EQ(cached, 0);
+  Run(*e, Cat(b, Tokens(5, 2)), &cached, 0);  // b resumed into the slot: the unscoped a is parked
+  EXPECT_EQ(cached, 300);
+  Run(*e, Cat(a, Tokens(5, 3)), &cached, 7);  // scope 7: its own file
+  EXPECT_EQ(cached, 300);
+  const std::vector<TokenId> next = Cat(a, Tokens(5, 4));
+  Run(*e, next, &cached, 8);
+  EXPECT_EQ(cached, 0) << "another scope";
 }
 
 }  // namespace

@@ -198,6 +198,14 @@ void RandomOperations(const KvConfig& c, uint32_t seed, int steps) {
       // The engine's budget admission counts on this figure before it shares.
       EXPECT_EQ(kv->shared_bytes(s), kv->MappedBytesForCells(k)) << "share " << k << " of " << from;
       what = "share " + std::to_string(k) + " of " + std::to_string(from) + " to " + std::to_string(s);
+    } else if (op < 8 && pick(3) == 0) {
+      // A restore's emptying: the slot keeps its own pages for up to `cells` cells, then writes from cell 0.
+      const int32_t cells = pick(c.n_ctx_slot + 1);
+      const uint64_t own_before = kv->committed_bytes(s) - kv->shared_bytes(s);
+      ASSERT_TRUE(kv->Rewrite(s, cells).ok());
+      sh.cells[s].clear();
+      EXPECT_LE(kv->committed_bytes(s), std::min(own_before, kv->BytesForCells(cells))) << "rewrite " << s;
+      what = "rewrite " + std::to_string(s) + " keeping pages for " + std::to_string(cells);
     } else if (op < 9) {
       const int32_t keep = n > 0 ? pick(n + 1) : 0;
       // The other slots' own pages grow by at most what s lent (the pages handed to its borrowers): the
