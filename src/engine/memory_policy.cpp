@@ -234,13 +234,18 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
         best = nullptr;
       }
     }
+    // A resume that the budget can fit only by evicting an idle slot takes that slot (the least recently
+    // used one holding cells): its pages then hold the file's rows (KvCache::Rewrite) instead of being
+    // released while an empty slot commits fresh ones (1.3-1.8 s for 439 MiB on a VM, against 0.1 s).
+    const bool take_victim = parked.entry >= 0 && cfg.kv_budget > 0 &&
+                             BudgetUsedExcept(-1) + kv->BytesForCells(std::max(parked.n_tokens, n_prompt)) >
+                                 cfg.kv_budget;
     if (!best) {
       for (Slot& s : slots) {
         if (!usable(s)) continue;
-        if (!best || (s.cache.empty() && !best->cache.empty()) ||
-            (s.cache.empty() == best->cache.empty() && s.last_used < best->last_used)) {
-          best = &s;
-        }
+        const bool s_pref = take_victim ? !s.cache.empty() : s.cache.empty();
+        const bool b_pref = best && (take_victim ? !best->cache.empty() : best->cache.empty());
+        if (!best || (s_pref && !b_pref) || (s_pref == b_pref && s.last_used < best->last_used)) best = &s;
       }
     }
     if (!best) return p.req.id_slot >= 0 ? Admit::kPass : Admit::kStop;  // no usable slot is idle
