@@ -61,16 +61,18 @@ ParkStore::Match Engine::Impl::ParkedPrefix(const GenerationRequest& req, int32_
 }
 
 int32_t Engine::Impl::ResumeParked(Slot& s, const ParkStore::Match& m, const GenerationRequest& req) {
-  const Clock::time_point t0 = Clock::now();
   const std::string path = park->path(m.entry);
   // The slot's own conversation is parked and its token list dropped; its pages stay for the file's rows
   // (KvCache::Rewrite, inside the restore), which saves committing them again.
   if (s.cache.size() >= static_cast<size_t>(PrefixIndex::kBlock)) ParkSlot(s, "slot reassigned");
+  const Clock::time_point t0 = Clock::now();
   s.cache.clear();
   prefix_index.Truncate(s.id, 0);
   s.commit_logged = true;
   Result<SlotStateInfo> info = park->Restore(*kv, s.id, m);
-  if (!info.ok()) {  // logged by the store, the file deleted; the slot is empty and the request computes
+  if (!info.ok()) {  // logged by the store, the file deleted; the request computes in the emptied slot
+    const Result<uint64_t> emptied = kv->Trim(s.id, 0);  // a file refused on its header left the old cells
+    if (!emptied.ok()) LS_LOG_WARN("slot %d: %s", s.id, emptied.status().message().c_str());
     s.commit_logged = false;
     s.cache_scope = req.cache_scope;
     return 0;

@@ -334,6 +334,33 @@ TEST_F(ParkTest, AConversationThatMappedASharedPrefixParksAndResumes) {
   EXPECT_EQ(cached, 437);
 }
 
+// A file deleted behind the server's back after it was indexed: the resume fails on opening it, the slot it
+// was to fill (which held another conversation, parked first) is emptied, and the request computes.
+TEST_F(ParkTest, AFileGoneAfterStartIsComputed) {
+  REQUIRE_SHARED_FILE(kQwen);
+  const std::vector<TokenId> a = Tokens(300, 60), b = Tokens(300, 61);
+  std::vector<TokenId> first;
+  {
+    auto e = Make(Config());
+    ASSERT_TRUE(e);
+    first = Run(*e, a).tokens;
+  }
+  ASSERT_EQ(Files().size(), 1u);
+  const std::string a_file = Files()[0];
+  auto e = Make(Config());
+  ASSERT_TRUE(e);
+  Run(*e, b);  // the slot holds b
+  fs::remove(dir_ / a_file);
+  const std::vector<TokenId> next = Cat(Cat(a, first), Tokens(6, 62));
+  int32_t cached = -1;
+  EXPECT_EQ(Run(*e, next, &cached).tokens, Reference(next));
+  EXPECT_EQ(cached, 0);
+  EXPECT_EQ(e->Stats().kv_park_failures, 1u);
+  // b was parked before the attempt and still resumes.
+  Run(*e, Cat(b, Tokens(4, 63)), &cached);
+  EXPECT_EQ(cached, 300);
+}
+
 // A parked conversation keeps its cache scope (cache_salt): only a request of that scope resumes it, also
 // when it was parked by a resume of another conversation into its slot.
 TEST_F(ParkTest, ParkedConversationsKeepTheirScope) {
