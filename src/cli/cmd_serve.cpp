@@ -510,6 +510,8 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
   sub->add_option("--api-key-file", f->api_key_file,
                   "File of API keys, one per line (blank lines and #comments ignored)");
   sub->add_flag("--metrics-no-auth", o.metrics_no_auth, "GET /metrics answers without an API key");
+  sub->add_flag("--slots,!--no-slots", o.slots_endpoint,
+                "Serve GET /slots, the slots' state (default on, as llama-server); --no-slots: 501");
   sub->add_flag("-v,--verbose", f->verbose, "Debug logging (per-request details such as grammar statistics)");
   sub->add_flag("--embeddings,--embedding", o.engine.embeddings,
                 "Serve embeddings: /v1/embeddings, /embedding, and TEI's /embed and /embed_all");

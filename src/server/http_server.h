@@ -26,6 +26,7 @@ struct ServerOptions {
   // Accepted API keys (--api-key, repeatable, and --api-key-file); empty: no authentication. Never logged.
   std::vector<std::string> api_keys;
   bool metrics_no_auth = false;  // --metrics-no-auth: GET /metrics answers without a key
+  bool slots_endpoint = true;    // --slots / --no-slots (llama-server's): off, GET /slots answers 501
   // Chat template override: empty = the model's own `tokenizer.chat_template`; a built-in name (chatml,
   // llama2, llama3); or Jinja source, labelled `chat_template_label` in /props and the log.
   std::string chat_template;

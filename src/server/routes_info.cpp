@@ -138,6 +138,7 @@ void Props(ServerState& st, const httplib::Request& req, httplib::Response& res)
                  {"kv_eager", cfg.kv_eager},
                  {"kv_share", cfg.kv_share},
                  {"kv_unified", cfg.kv_unified},
+                 {"endpoint_slots", st.opts.slots_endpoint},
                  {"kv_park", cfg.kv_park_dir},
                  {"kv_park_after", cfg.kv_park_after_s},
                  {"kv_park_max", cfg.kv_park_max},

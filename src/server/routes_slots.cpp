@@ -99,6 +99,9 @@ void SlotAction(ServerState& st, const httplib::Request& req, httplib::Response&
 void RegisterSlotRoutes(ServerState& st) {
   st.http.Get("/slots", [&st](const httplib::Request& req, httplib::Response& res) {
     try {
+      if (!st.opts.slots_endpoint) {  // llama-server's answer and wording
+        return SetError(res, 501, "This server does not support slots endpoint. Start it with `--slots`");
+      }
       // Router mode: the slots of ?model= (loaded for it unless ?autoload=false, as llama-server's router).
       Result<ModelRef> model = ResolveModel(st, req, nullptr);
       if (!model.ok()) return SetStatusError(res, model.status());

@@ -72,5 +72,21 @@ TEST(ServerSlots, SaveNeedsSlotSavePath) {
   EXPECT_NE(r.body.find("--slot-save-path"), std::string::npos) << r.body;
 }
 
+// llama-server's --no-slots: GET /slots is a 501 with llama-server's message; --slots (the default) serves it;
+// /props says which.
+TEST(ServerSlots, NoSlotsAnswers501) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(off, {"-m", SharedPath(kStories), "-c", "256", "--no-slots"});
+  HttpResult r = off->Get("/slots");
+  EXPECT_EQ(r.status, 501) << r.body;
+  EXPECT_EQ(r.Json()["error"]["type"], "not_supported_error") << r.body;
+  EXPECT_NE(r.body.find("Start it with `--slots`"), std::string::npos) << r.body;
+  EXPECT_EQ(off->Get("/props").Json()["endpoint_slots"], false);
+  EXPECT_EQ(off->Post("/completion", {{"prompt", "Once"}, {"n_predict", 2}}).status, 200) << "serving goes on";
+  START_SERVER(on, {"-m", SharedPath(kStories), "-c", "256", "--slots"});
+  EXPECT_EQ(on->Get("/slots").status, 200);
+  EXPECT_EQ(on->Get("/props").Json()["endpoint_slots"], true);
+}
+
 }  // namespace
 }  // namespace lazyslot::testing
