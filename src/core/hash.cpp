@@ -43,6 +43,7 @@ void Checksum64::Stripe(const uint8_t* p) {
 }
 
 void Checksum64::Update(const void* data, size_t n) {
+  if (n == 0) return;  // data may be null then (an empty vector's)
   const auto* p = static_cast<const uint8_t*>(data);
   total_ += n;
   if (buffered_ > 0) {
