@@ -116,8 +116,9 @@ class OpenAiChatFormat : public ResponseFormat {
   std::string StreamStart(const Generation& g) override {
     pending_.assign(g.choices.size(), {});
     std::string out;
-    for (size_t i = 0; i < g.choices.size(); ++i) {  // OpenAI opens every chat stream with the role
-      out += Chunk(g, i, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr);
+    // Every chat stream opens with the role and no content yet (null, as llama-server sends it).
+    for (size_t i = 0; i < g.choices.size(); ++i) {
+      out += Chunk(g, i, {{"role", "assistant"}, {"content", nullptr}}, nullptr, nullptr);
     }
     return out;
   }

@@ -321,13 +321,14 @@ TEST_F(QwenVocabServer, ChatPlainAndStreamed) {
   const json first = json::parse(data[0]);
   EXPECT_EQ(first["object"], "chat.completion.chunk");
   EXPECT_EQ(first["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_TRUE(first["choices"][0]["delta"]["content"].is_null()) << "llama-server's first chunk: " << data[0];
   std::string text;
   std::string finish;
   for (size_t i = 0; i + 2 < data.size(); ++i) {
     const json chunk = json::parse(data[i]);
     EXPECT_EQ(chunk["id"], first["id"]);
     const json& c = chunk["choices"][0];
-    if (c["delta"].contains("content")) text += c["delta"]["content"].get<std::string>();
+    if (c["delta"].contains("content") && c["delta"]["content"].is_string()) text += c["delta"]["content"].get<std::string>();
     if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
   }
   const json usage_chunk = json::parse(data[data.size() - 2]);
