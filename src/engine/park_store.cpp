@@ -80,14 +80,7 @@ Result<std::unique_ptr<ParkStore>> ParkStore::Open(const std::string& dir, uint6
     e.bytes = f.info.file_bytes;
     store->Add(std::move(e));
   }
-  while (store->max_bytes_ > 0 && store->bytes_ > store->max_bytes_) {
-    int oldest = -1;
-    for (size_t i = 0; i < store->entries_.size(); ++i) {
-      const Entry& e = store->entries_[i];
-      if (e.live && (oldest < 0 || e.used < store->entries_[oldest].used)) oldest = static_cast<int>(i);
-    }
-    store->Remove(oldest, "over --kv-park-max");
-  }
+  while (store->max_bytes_ > 0 && store->bytes_ > store->max_bytes_) store->Remove(store->Oldest(), "over --kv-park-max");
   LS_LOG_INFO("kv park: %s holds %zu parked conversations, %.1f MiB%s", dir.c_str(), store->n_live_,
               MiB(store->bytes_), max_bytes > 0 ? "" : " (no --kv-park-max)");
   return store;
@@ -120,7 +113,17 @@ int ParkStore::Add(Entry e) {
   return id;
 }
 
+int ParkStore::Oldest() const {
+  int oldest = -1;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const Entry& e = entries_[i];
+    if (e.live && (oldest < 0 || e.used < entries_[oldest].used)) oldest = static_cast<int>(i);
+  }
+  return oldest;
+}
+
 void ParkStore::Remove(int entry, const char* why) {
+  if (entry < 0) return;
   Entry& e = entries_[entry];
   if (!e.live) return;
   if (::unlink(e.path.c_str()) != 0 && errno != ENOENT) {
@@ -151,11 +154,7 @@ Result<uint64_t> ParkStore::Park(const KvCache& kv, int slot, const std::vector<
   }
   // Room first, so a write never takes the disk past the cap.
   while (max_bytes_ > 0 && bytes_ + need > max_bytes_) {
-    int oldest = -1;
-    for (size_t i = 0; i < entries_.size(); ++i) {
-      const Entry& e = entries_[i];
-      if (e.live && (oldest < 0 || e.used < entries_[oldest].used)) oldest = static_cast<int>(i);
-    }
+    const int oldest = Oldest();
     if (oldest < 0) break;
     Remove(oldest, "least recently used, over --kv-park-max");
     ++counters_.evicted;

@@ -74,7 +74,8 @@ class ParkStore {
       : dir_(std::move(dir)), max_bytes_(max_bytes), model_id_(model_id) {}
   std::string NameFor(const std::vector<TokenId>& tokens, uint64_t scope) const;
   int Add(Entry e);
-  void Remove(int entry, const char* why);
+  void Remove(int entry, const char* why);  // the file and its entry (entry -1: nothing)
+  int Oldest() const;                       // the least recently used live entry, -1 when none
 
   std::string dir_;
   uint64_t max_bytes_ = 0;
