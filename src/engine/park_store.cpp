@@ -80,7 +80,9 @@ Result<std::unique_ptr<ParkStore>> ParkStore::Open(const std::string& dir, uint6
     e.bytes = f.info.file_bytes;
     store->Add(std::move(e));
   }
-  while (store->max_bytes_ > 0 && store->bytes_ > store->max_bytes_) store->Remove(store->Oldest(), "over --kv-park-max");
+  while (store->max_bytes_ > 0 && store->bytes_ > store->max_bytes_) {
+    store->Remove(store->Oldest(), "over --kv-park-max");
+  }
   LS_LOG_INFO("kv park: %s holds %zu parked conversations, %.1f MiB%s", dir.c_str(), store->n_live_,
               MiB(store->bytes_), max_bytes > 0 ? "" : " (no --kv-park-max)");
   return store;
