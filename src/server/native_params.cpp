@@ -169,6 +169,14 @@ nlohmann::ordered_json GenerationSettingsJson(const GenerationParams& params, co
   j["stop"] = params.stop;
   j["n_keep"] = 0;
   j["ignore_eos"] = params.ignore_eos;
+  if (params.ignore_eos) {
+    // As llama-server reports it: every end-of-generation token biased to -inf (null in JSON), which is what
+    // ignore_eos does to the sampler.
+    const Tokenizer& tok = m.engine->tokenizer();
+    for (TokenId id = 0; id < tok.n_vocab(); ++id) {
+      if (tok.IsEog(id)) j["logit_bias"].push_back({{"bias", nullptr}, {"token", id}});
+    }
+  }
   j["stream"] = params.stream;
   j["min_keep"] = 0;
   j["cache_prompt"] = params.cache_prompt;

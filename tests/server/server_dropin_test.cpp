@@ -11,6 +11,19 @@ namespace {
 
 constexpr char kStories[] = "models/stories260K.gguf";
 
+// llama-server's generation_settings show ignore_eos as a -inf (null) bias on every end-of-generation token.
+TEST(ServerDropIn, IgnoreEosShowsInLogitBias) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(srv, {"-m", SharedPath(kStories), "-c", "256"});
+  const json on = srv->Post("/completion", {{"prompt", "Once upon a time"}, {"n_predict", 4}, {"ignore_eos", true}}).Json();
+  const json& bias = on["generation_settings"]["logit_bias"];
+  ASSERT_TRUE(bias.is_array() && !bias.empty()) << on["generation_settings"].dump();
+  for (const json& b : bias) EXPECT_TRUE(b["bias"].is_null()) << b.dump();
+  EXPECT_EQ(bias[0]["token"], 2) << "stories260K's </s>";
+  const json off = srv->Post("/completion", {{"prompt", "Once upon a time"}, {"n_predict", 4}}).Json();
+  EXPECT_TRUE(off["generation_settings"]["logit_bias"].empty()) << off["generation_settings"].dump();
+}
+
 TEST(ServerDropIn, InfillWithoutFimTokensIs501) {
   REQUIRE_SHARED_FILE(kStories);
   START_SERVER(srv, {"-m", SharedPath(kStories)});
