@@ -152,8 +152,11 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
   impl->model_id = ModelIdentity(*e->model_);
   if (!config.kv_park_dir.empty()) {
     if (encoder) return InvalidArgument("--kv-park: " + hp.arch + " is an encoder, which keeps no KV to park");
-    if (config.kv_eager) return InvalidArgument("--kv-park cannot be combined with --kv-eager (nothing is released)");
-    LS_ASSIGN_OR_RETURN(impl->park, ParkStore::Open(config.kv_park_dir, config.kv_park_max, c, impl->model_id));
+    if (config.kv_eager) {
+      return InvalidArgument("--kv-park cannot be combined with --kv-eager (nothing is released)");
+    }
+    LS_ASSIGN_OR_RETURN(impl->park,
+                        ParkStore::Open(config.kv_park_dir, config.kv_park_max, c, impl->model_id));
   } else if (config.kv_park_after_s > 0 || config.kv_park_max > 0) {
     return InvalidArgument("--kv-park-after and --kv-park-max need --kv-park DIR");
   }
@@ -472,7 +475,9 @@ void Engine::Impl::Step() {
       Slot& s = slots[batch.slot[i]];
       s.cache.push_back(batch.tokens[i]);
       // After a slot's last token of the batch, its new whole blocks go into the prefix index.
-      if (i + 1 == batch.size() || batch.slot[i + 1] != batch.slot[i]) prefix_index.Extend(s.id, s.cache, s.cache_scope);
+      if (i + 1 == batch.size() || batch.slot[i + 1] != batch.slot[i]) {
+        prefix_index.Extend(s.id, s.cache, s.cache_scope);
+      }
     }
   }
   for (int id : progress) {

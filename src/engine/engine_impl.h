@@ -212,6 +212,9 @@ struct Engine::Impl {
   // weights and scratch if they were refunded), evicting this engine's own idle KV first; on failure the
   // account waits and the reclaimer is asked for room (caller holds `mu`).
   bool ChargeAdmission(int except, uint64_t reserve, int protect = -1);
+  // Charges the KV of every slot but `except` plus `need` now, or nothing (no wait, no eviction): a restore
+  // answers its caller at once and a growing request ends instead.
+  bool ChargeKvNow(int except, uint64_t need);
   // Refunds KV charged beyond what the slots hold or reserve now.
   void SyncKvCharge();
   void RefundWeights();

@@ -101,13 +101,7 @@ bool Engine::Impl::GrowReservation(Slot& s) {
                 s.id, kv->n_cells(s.id), MiB(BudgetUsedExcept(-1)), MiB(cfg.kv_budget));
     return false;
   }
-  if (account) {  // the shared --memory-budget: charged now or not at all (a running request never waits)
-    const uint64_t kv_after = BudgetUsedExcept(s.id) + need;
-    BudgetCharge add;
-    add.kv = kv_after > kv_charged ? kv_after - kv_charged : 0;
-    if (!account->TryCharge(add)) return false;
-    kv_charged += add.kv;
-  }
+  if (account && !ChargeKvNow(s.id, need)) return false;  // a running request never waits
   s.limit_cells = want;
   s.budget_bytes = reserve;
   return true;

@@ -2,7 +2,6 @@
 #include "engine/park_store.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,7 +158,6 @@ Result<uint64_t> ParkStore::Park(const KvCache& kv, int slot, const std::vector<
     const int oldest = Oldest();
     if (oldest < 0) break;
     Remove(oldest, "least recently used, over --kv-park-max");
-    ++counters_.evicted;
   }
   // Not fsync'd: a file torn by a power loss fails the size or checksum check and is deleted, never used, so
   // the write runs at memory speed rather than the disk's (the kernel writes it back).

@@ -30,7 +30,6 @@ class ParkStore {
     uint64_t parks = 0;     // files written
     uint64_t resumes = 0;   // files read back into a slot
     uint64_t failures = 0;  // writes that failed (disk full, I/O) and files refused on reading
-    uint64_t evicted = 0;   // files deleted to stay under max_bytes
   };
   struct Match {
     int entry = -1;       // -1: none

@@ -151,6 +151,15 @@ bool Engine::Impl::ChargeAdmission(int except, uint64_t reserve, int protect) {
   }
 }
 
+bool Engine::Impl::ChargeKvNow(int except, uint64_t need) {
+  const uint64_t kv_after = BudgetUsedExcept(except) + need;
+  BudgetCharge add;
+  add.kv = kv_after > kv_charged ? kv_after - kv_charged : 0;
+  if (!account->TryCharge(add)) return false;
+  kv_charged += add.kv;
+  return true;
+}
+
 void Engine::Impl::SyncKvCharge() {
   if (!account) return;
   const uint64_t held = enc ? 0 : BudgetUsedExcept(-1);

@@ -180,12 +180,12 @@ Result<SlotFileResult> Engine::Impl::RunSlotTask(SlotTask& task) {
       Result<uint32_t> n = SlotStateTokens(path);
       if (!n.ok()) return fail(n.status());
       const uint64_t budget = engine->config_.kv_budget;
+      // The slot's own cells are replaced, so only the others count against the budgets, and the pages it
+      // lends them (handed to a borrower, not freed).
+      const uint64_t need =
+          kv->BytesForCells(static_cast<int32_t>(std::min<uint64_t>(*n, kv->config().n_ctx_slot))) +
+          kv->lent_bytes(s.id);
       if (budget > 0) {
-        // The slot's own cells are replaced, so only the others count against the budget, and the pages it
-        // lends them (handed to a borrower, not freed).
-        const uint64_t need =
-            kv->BytesForCells(static_cast<int32_t>(std::min<uint64_t>(*n, kv->config().n_ctx_slot))) +
-            kv->lent_bytes(s.id);
         if (BudgetUsedExcept(s.id) + need > budget && !MakeRoom(need, s.id)) {
           return fail(ResourceExhausted("restoring " + std::to_string(*n) + " tokens needs " +
                                         std::to_string(need) + " bytes of KV, but only " +
@@ -195,18 +195,11 @@ Result<SlotFileResult> Engine::Impl::RunSlotTask(SlotTask& task) {
       }
       if (account) {
         // The restored cells are charged first (nothing is waited for here: the caller gets the answer).
-        const uint64_t need =
-            kv->BytesForCells(static_cast<int32_t>(std::min<uint64_t>(*n, kv->config().n_ctx_slot))) +
-            kv->lent_bytes(s.id);
-        const uint64_t kv_after = BudgetUsedExcept(s.id) + need;
-        BudgetCharge add;
-        add.kv = kv_after > kv_charged ? kv_after - kv_charged : 0;
-        if (!account->TryCharge(add)) {
+        if (!ChargeKvNow(s.id, need)) {
           return fail(ResourceExhausted("restoring " + std::to_string(*n) + " tokens needs " +
                                         std::to_string(need) + " bytes of KV, which --memory-budget " +
                                         "cannot give now (" + account->budget().Describe() + ")"));
         }
-        kv_charged += add.kv;
       }
       ParkSlot(s, "replaced by a restore");
       Result<SlotStateInfo> info = RestoreSlotState(*kv, s.id, model_id, path);
