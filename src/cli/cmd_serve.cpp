@@ -512,6 +512,9 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
   sub->add_flag("--metrics-no-auth", o.metrics_no_auth, "GET /metrics answers without an API key");
   sub->add_flag("--slots,!--no-slots", o.slots_endpoint,
                 "Serve GET /slots, the slots' state (default on, as llama-server); --no-slots: 501");
+  sub->add_flag("--webui,!--no-webui,--ui,!--no-ui", o.webui,
+                "Serve the web page at / (chat and the live memory view; default on, as llama-server); "
+                "--no-webui / --no-ui: / answers 404");
   sub->add_flag("-v,--verbose", f->verbose, "Debug logging (per-request details such as grammar statistics)");
   sub->add_flag("--embeddings,--embedding", o.engine.embeddings,
                 "Serve embeddings: /v1/embeddings, /embedding, and TEI's /embed and /embed_all");

@@ -17,6 +17,7 @@
 #include "server/request_body.h"
 #include "server/server_limits.h"
 #include "server/server_state.h"
+#include "server/webui.h"
 
 namespace lazyslot::server {
 namespace {
@@ -31,9 +32,10 @@ std::string PresentedKey(const httplib::Request& req) {
 }
 
 bool IsPublic(const ServerOptions& o, const std::string& path) {
-  // As llama-server: health and the model list answer without a key.
+  // As llama-server: health and the model list answer without a key, and so do the web page's files (the
+  // page asks for the key and sends it with its own requests).
   return path == "/health" || path == "/v1/health" || path == "/models" || path == "/v1/models" ||
-         (o.metrics_no_auth && path == "/metrics");
+         (o.metrics_no_auth && path == "/metrics") || (o.webui && IsWebUiPath(path));
 }
 
 // Connections served at once: --max-connections, else --http-threads, else one per slot and queue place
@@ -150,8 +152,11 @@ void InstallHooks(ServerState& st) {
                    " (--max-connections); retry later");
       return httplib::Server::HandlerResponse::Handled;
     }
-    // /health answers while loading; every other route, public or not, waits for the engine.
-    if (req.path == "/health" || req.path == "/v1/health") return httplib::Server::HandlerResponse::Unhandled;
+    // /health and the page answer while loading (the page shows the loading state); every other route,
+    // public or not, waits for the engine.
+    if (req.path == "/health" || req.path == "/v1/health" || (st.opts.webui && IsWebUiPath(req.path))) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
     if (!IsPublic(st.opts, req.path) && !st.opts.api_keys.empty() &&
         !KeyMatches(PresentedKey(req), st.opts.api_keys)) {
       const std::string message = "invalid or missing API key (send 'Authorization: Bearer <key>')";
@@ -279,6 +284,8 @@ Status HttpServer::Run() {
   RegisterInfoRoutes(st);
   RegisterModelRoutes(st);
   RegisterSlotRoutes(st);
+  RegisterMemoryRoutes(st);
+  RegisterWebUiRoutes(st);
   RegisterCompletionRoutes(st);
   RegisterEmbeddingRoutes(st);
   RegisterRerankRoutes(st);
@@ -331,6 +338,7 @@ Status HttpServer::Run() {
                               : InvalidArgument("--reasoning-format: " + format.status().message());
   if (!loaded.ok()) {
     shutdown();
+    st.memory_monitor->Stop();
     return loaded;
   }
   st.reasoning_format = *format;
@@ -372,6 +380,7 @@ Status HttpServer::Run() {
   }
   const bool unexpected = !st.stopping.load();
   shutdown();  // joins the HTTP workers (they cancel their requests on `stopping`) before the engine goes
+  st.memory_monitor->Stop();  // its sampler reads the engines
   st.model.reset();
   st.router.reset();
   st.engine.reset();

@@ -27,6 +27,7 @@ struct ServerOptions {
   std::vector<std::string> api_keys;
   bool metrics_no_auth = false;  // --metrics-no-auth: GET /metrics answers without a key
   bool slots_endpoint = true;    // --slots / --no-slots (llama-server's): off, GET /slots answers 501
+  bool webui = true;             // --webui / --no-webui (llama-server's; --no-ui too): the page at /
   // Chat template override: empty = the model's own `tokenizer.chat_template`; a built-in name (chatml,
   // llama2, llama3); or Jinja source, labelled `chat_template_label` in /props and the log.
   std::string chat_template;

@@ -21,6 +21,7 @@
 #include "router/router.h"
 #include "server/http_server.h"
 #include "server/httplib_include.h"
+#include "server/memory_monitor.h"
 
 namespace lazyslot::server {
 
@@ -82,6 +83,8 @@ struct HttpServer::State {
   std::atomic<uint64_t> streams_disconnected{0};  // clients that left mid-request
   std::atomic<uint64_t> connections_rejected{0};  // connections over --max-connections (answered 503)
   std::atomic<uint64_t> requests_timed_out{0};    // requests cancelled by --request-timeout
+  // The memory view's sampler and history (GET /memory, /memory/stream); stopped before the engines go.
+  std::unique_ptr<MemoryMonitor> memory_monitor;
 };
 using ServerState = HttpServer::State;
 
@@ -110,6 +113,8 @@ void RegisterInfillRoute(ServerState& st);         // /infill
 void RegisterInfoRoutes(ServerState& st);          // /health, /props, /metrics, /tokenize, /detokenize
 void RegisterModelRoutes(ServerState& st);         // /v1/models, /models, POST /models/load|unload
 void RegisterSlotRoutes(ServerState& st);          // GET /slots, POST /slots/{id}?action=save|restore|erase
+void RegisterMemoryRoutes(ServerState& st);        // GET /memory, /memory/stream (the page's memory view)
+void RegisterWebUiRoutes(ServerState& st);         // GET /, /index.html, /ui/* (the web page; --no-webui)
 // Prometheus text for GET /metrics: `engine`'s series (router mode: ?model='s, or null for the router's
 // per-model series only), the router's and the HTTP counters.
 std::string RenderMetrics(const ServerState& st, const Engine* engine);
