@@ -53,15 +53,17 @@ function askForKey(reason) {
   return state.keyPrompt;
 }
 
-// Runs fn; a 401 asks for the key (saying the last one was refused) and tries once more.
+// Runs fn; a 401 asks for the key (saying why the last one was refused) and tries again, until the key
+// works or the dialog is closed empty.
 async function withKey(fn) {
-  try {
-    return await fn();
-  } catch (e) {
-    if (!(e instanceof ApiError) || e.status !== 401) throw e;
-    const reason = apiKey() ? `The server refused the API key: ${e.message}` : undefined;
-    if (!(await askForKey(reason))) throw e;
-    return fn();
+  for (;;) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.status !== 401) throw e;
+      const reason = apiKey() ? `The server refused this API key (${e.message}). Enter the right one.` : undefined;
+      if (!(await askForKey(reason))) throw e;
+    }
   }
 }
 

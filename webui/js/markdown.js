@@ -1,9 +1,6 @@
 // Safe, streaming-tolerant Markdown -> HTML renderer and small code highlighter for the lazyslot chat page.
-//
-// Everything from the input is HTML-escaped; the only markup in the output is
-// produced here. Links are emitted only for http:, https: and mailto: URLs.
-// Block output is joined without whitespace so `white-space: pre-wrap` on the
-// container adds no stray blank lines.
+// All input text is HTML-escaped; the only markup in the output is produced here, and links are emitted
+// only for http:, https: and mailto: URLs. Blocks are joined without whitespace (safe under pre-wrap).
 
 const ESC = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -43,18 +40,11 @@ function expandTabs(line) {
 }
 
 function listMatch(raw) {
-  const line = expandTabs(raw);
-  const m = LIST.exec(line);
+  const m = LIST.exec(expandTabs(raw));
   if (!m) return null;
-  const spaces = m[4] ? m[4].length : 0;
-  const indent = m[1].length;
-  return {
-    indent,
-    ordered: m[3] !== undefined,
-    start: m[3] !== undefined ? parseInt(m[3], 10) : 1,
-    rest: m[5] || '',
-    contentIndent: indent + m[2].length + (spaces >= 1 && spaces <= 4 ? spaces : 1),
-  };
+  const sp = m[4] ? m[4].length : 0, ordered = m[3] !== undefined;
+  return { indent: m[1].length, ordered, start: ordered ? parseInt(m[3], 10) : 1, rest: m[5] || '',
+    contentIndent: m[1].length + m[2].length + (sp >= 1 && sp <= 4 ? sp : 1) };
 }
 
 // Does line i start a block that ends a running paragraph?
@@ -67,14 +57,11 @@ function interrupts(lines, i) {
 }
 
 function renderBlocks(lines, depth, tight) {
-  const out = [];
-  const n = lines.length;
-  let i = 0;
+  const out = [], n = lines.length;
+  let i = 0, m;
   while (i < n) {
     const line = lines[i];
-    let m;
     if (isBlank(line)) { i++; continue; }
-
     if ((m = isFence(line))) {
       // Fenced code: runs to the closing fence, or to the end while streaming.
       const ind = m[1].length, fence = m[2];
@@ -86,19 +73,14 @@ function renderBlocks(lines, depth, tight) {
         body.push(lines[i].replace(strip, ''));
       }
       out.push(codeBlock(body.join('\n'), lang));
-      continue;
-    }
-
-    if ((m = HEADING.exec(line))) {
-      const content = (m[2] || '').replace(/(?:^|[ \t]+)#+[ \t]*$/, '');
+    } else if ((m = HEADING.exec(line))) {
+      const content = (m[2] || '').replace(/(?:^|[ \t]+)#+[ \t]*$/, ''); // drop closing #s
       out.push(`<h${m[1].length}>${renderInline(content)}</h${m[1].length}>`);
       i++;
-      continue;
-    }
-
-    if (HR.test(line)) { out.push('<hr>'); i++; continue; }
-
-    if (depth < MAX_DEPTH && QUOTE.test(line)) {
+    } else if (HR.test(line)) {
+      out.push('<hr>');
+      i++;
+    } else if (depth < MAX_DEPTH && QUOTE.test(line)) {
       const inner = [];
       while (i < n) {
         const l = lines[i];
@@ -109,18 +91,16 @@ function renderBlocks(lines, depth, tight) {
         i++;
       }
       out.push(`<blockquote>${renderBlocks(inner, depth + 1, false)}</blockquote>`);
-      continue;
+    } else if (depth < MAX_DEPTH && listMatch(line)) {
+      i = parseList(lines, i, depth, out);
+    } else if (isTableStart(lines, i)) {
+      i = parseTable(lines, i, out);
+    } else { // paragraph: consecutive lines; newlines become <br> in renderInline
+      const para = [line.trim()];
+      for (i++; i < n && !isBlank(lines[i]) && !interrupts(lines, i); i++) para.push(lines[i].trim());
+      const html = renderInline(para.join('\n'));
+      out.push(tight ? html : `<p>${html}</p>`);
     }
-
-    if (depth < MAX_DEPTH && listMatch(line)) { i = parseList(lines, i, depth, out); continue; }
-
-    if (isTableStart(lines, i)) { i = parseTable(lines, i, out); continue; }
-
-    // Paragraph: consecutive lines; newlines become <br> inside renderInline.
-    const para = [line.trim()];
-    for (i++; i < n && !isBlank(lines[i]) && !interrupts(lines, i); i++) para.push(lines[i].trim());
-    const html = renderInline(para.join('\n'));
-    out.push(tight ? html : `<p>${html}</p>`);
   }
   return out.join('');
 }
@@ -235,23 +215,17 @@ function anchor(url, html, title) {
 // Each run is paired with the next run of equal length (linear time).
 function codeSpans(src) {
   const runs = [];
-  for (let i = src.indexOf('`'); i >= 0; ) {
-    let j = i;
-    while (src[j] === '`') j++;
+  for (let i = src.indexOf('`'), j; i >= 0; i = src.indexOf('`', j)) {
+    for (j = i; src[j] === '`'; j++);
     runs.push([i, j - i]);
-    i = src.indexOf('`', j);
   }
-  const nextSame = [], seen = new Map();
-  for (let r = runs.length - 1; r >= 0; r--) {
-    nextSame[r] = seen.has(runs[r][1]) ? seen.get(runs[r][1]) : -1;
-    seen.set(runs[r][1], r);
-  }
-  const spans = new Map();
+  const nextSame = [], seen = new Map(), spans = new Map();
+  for (let r = runs.length - 1; r >= 0; r--) nextSame[r] = seen.get(runs[r][1]) ?? -1, seen.set(runs[r][1], r);
   for (let r = 0; r < runs.length; ) {
     const [s, len] = runs[r];
     let bs = 0;
     while (src[s - 1 - bs] === '\\') bs++;
-    if (bs % 2 === 1 || nextSame[r] < 0) { r++; continue; }
+    if (bs % 2 === 1 || nextSame[r] < 0) { r++; continue; } // escaped or never closed
     spans.set(s, [len, runs[nextSame[r]][0]]);
     r = nextSame[r] + 1;
   }
@@ -280,17 +254,16 @@ function parseLinkTail(src, close) {
   let dest;
   if (src[p] === '<') {
     const e = src.indexOf('>', p + 1);
-    if (e < 0 || /[\n<]/.test(src.slice(p + 1, e))) return null;
-    dest = src.slice(p + 1, e);
+    if (e < 0 || /[\n<]/.test((dest = src.slice(p + 1, e)))) return null;
     p = e + 1;
   } else {
     const s = p;
     let depth = 0;
-    for (; p < src.length && p - s < 4096; p++) {
+    for (; p < src.length && p - s < 2048; p++) { // bounded scans keep streaming fast
       const c = src[p];
       if (c === '\\' && ASCII_PUNCT.test(src[p + 1] || '')) p++;
       else if (c <= ' ') break;
-      else if (c === '(') depth++;
+      else if (c === '(' && ++depth > 32) return null;
       else if (c === ')') { if (depth === 0) break; depth--; }
     }
     if (depth) return null;
@@ -298,13 +271,12 @@ function parseLinkTail(src, close) {
   }
   const beforeTitle = p;
   skipWs();
-  let title = '';
-  const q = src[p];
-  if ((q === '"' || q === "'" || q === '(') && p > beforeTitle) {
-    const endQ = q === '(' ? ')' : q;
+  let title = '', q = src[p];
+  if ((q === '"' || q === "'" || q === '(') && p > beforeTitle) { // title needs whitespace before it
+    if (q === '(') q = ')';
     let e = p + 1;
-    for (; e < src.length && src[e] !== endQ && e - p < 2048; e++) if (src[e] === '\\') e++;
-    if (src[e] !== endQ) return null;
+    for (; e < src.length && src[e] !== q && e - p < 1024; e++) if (src[e] === '\\') e++;
+    if (src[e] !== q) return null;
     title = unescapePunct(src.slice(p + 1, e));
     p = e + 1;
     skipWs();
@@ -333,14 +305,9 @@ function renderInline(src, inLink = false) {
   const spans = codeSpans(src);
   const brackets = inLink ? null : matchBrackets(src, spans);
   const special = /[\\`<![*_~\nhH]/g;
-  const nodes = []; // html strings and delimiter-run objects
-  const delims = [];
-  let text = ''; // pending raw text, escaped on flush
-  const push = (html) => {
-    if (text) { nodes.push(escapeHtml(text)); text = ''; }
-    nodes.push(html);
-  };
-  let i = 0;
+  const nodes = [], delims = []; // nodes: html strings and delimiter-run objects
+  let text = '', i = 0, m; // text: pending raw text, escaped when flushed
+  const push = (html) => { if (text) nodes.push(escapeHtml(text)); text = ''; nodes.push(html); };
   while (i < n) {
     special.lastIndex = i;
     const sm = special.exec(src);
@@ -348,8 +315,6 @@ function renderInline(src, inLink = false) {
     text += src.slice(i, sm.index);
     i = sm.index;
     const c = src[i];
-    let m;
-
     if (c === '\\') {
       const d = src[i + 1];
       if (d === '\n') { i++; } // backslash hard break: the newline does the work
@@ -398,11 +363,7 @@ function renderInline(src, inLink = false) {
         canClose = rf && (!lf || isPunct(after));
       }
       if ((c === '~' && j - i !== 2) || (!canOpen && !canClose)) text += src.slice(i, j);
-      else {
-        const d = { ch: c, n: j - i, orig: j - i, open: canOpen, close: canClose, pre: '', post: '' };
-        push(d);
-        delims.push(d);
-      }
+      else push(delims[delims.push({ ch: c, n: j - i, orig: j - i, open: canOpen, close: canClose, pre: '', post: '' }) - 1]);
       i = j;
     } else if (c === '\n') {
       let e = text.length;
@@ -428,10 +389,7 @@ function renderInline(src, inLink = false) {
 // "multiple of 3" rule and a per-kind lower bound to stay near-linear).
 function processEmphasis(ds) {
   ds.forEach((d, k) => { d.k = k; d.prev = ds[k - 1] || null; d.next = ds[k + 1] || null; });
-  const unlink = (d) => {
-    if (d.prev) d.prev.next = d.next;
-    if (d.next) d.next.prev = d.prev;
-  };
+  const unlink = (d) => { if (d.prev) d.prev.next = d.next; if (d.next) d.next.prev = d.prev; };
   const bottom = Object.create(null);
   for (let cl = ds[0]; cl; cl = cl.next) {
     if (!cl.close) continue;
@@ -445,19 +403,17 @@ function processEmphasis(ds) {
         if ((op.close || cl.open) && (op.orig + cl.orig) % 3 === 0 && (op.orig % 3 || cl.orig % 3)) continue;
         break;
       }
-      if (!op || op.k <= lo) {
+      if (!op || op.k <= lo) { // nothing to close: remember, so later searches stop here
         bottom[key] = cl.k - 1;
         if (!cl.open) unlink(cl);
         break;
       }
       const use = cl.ch === '~' || (op.n >= 2 && cl.n >= 2) ? 2 : 1;
       const tag = cl.ch === '~' ? 'del' : use === 2 ? 'strong' : 'em';
-      op.n -= use;
-      cl.n -= use;
-      op.post = `<${tag}>` + op.post;
+      op.n -= use, cl.n -= use;
+      op.post = `<${tag}>` + op.post; // later matches wrap the earlier ones
       cl.pre += `</${tag}>`;
-      op.next = cl; // runs between the pair stay literal
-      cl.prev = op;
+      op.next = cl, cl.prev = op; // runs between the pair stay literal
       if (op.n === 0) unlink(op);
     }
     if (cl.n === 0) unlink(cl);
@@ -467,67 +423,47 @@ function processEmphasis(ds) {
 // ---------------------------------------------------------------- highlight
 
 const LANGS = Object.create(null);
-const words = (s) => new Set(s.split(' '));
-function lang(names, spec) {
-  spec = { kw: new Set(), quotes: '"\'', ml: '', noEsc: '', ...spec };
+const words = (s) => new Set(s ? s.split(' ') : []);
+function lang(names, opts, kw, types) {
+  const spec = { quotes: '"\'', ml: '', noEsc: '', ...opts, kw: words(kw), types: words(types) };
   for (const name of names.split(' ')) LANGS[name] = spec;
 }
-
-const C_BLOCK = ['/*', '*/'];
-lang('js javascript jsx mjs cjs ts typescript tsx json jsonc json5', {
-  kw: words('break case catch class const continue debugger default delete do else export extends finally for from function if import in instanceof let new of return static super switch this throw try typeof var void while with yield async await as interface type enum implements private protected public readonly declare namespace abstract keyof satisfies true false null undefined NaN Infinity'),
-  types: words('string number boolean any unknown never object symbol bigint'),
-  line: ['//'], block: C_BLOCK, quotes: '"\'`', ml: '`', caps: true,
-});
-lang('python py python3 py3', {
-  kw: words('False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield match case self'),
-  types: words('int float str bool list dict set tuple bytes object type complex frozenset'),
-  line: ['#'], triple: true, caps: true, prefix: /^(?:[rbuf]|rb|br|fr|rf)$/i,
-});
-lang('c cpp c++ cc cxx h hpp hh hxx objc cuda', {
-  kw: words('alignas alignof asm auto break case catch class const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype default delete do dynamic_cast else enum explicit export extern false for friend goto if inline mutable namespace new noexcept nullptr operator private protected public register reinterpret_cast return sizeof static static_assert static_cast struct switch template this thread_local throw true try typedef typeid typename union using virtual volatile while override final NULL'),
-  types: words('void bool char short int long float double signed unsigned size_t ssize_t ptrdiff_t int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t wchar_t char8_t char16_t char32_t'),
-  line: ['//'], block: C_BLOCK, caps: true, preproc: true, prefix: /^(?:u8|u|U|L)?R?$/,
-});
-lang('rust rs', {
-  kw: words('as async await break const continue crate dyn else enum extern false fn for if impl in let loop match mod move mut pub ref return self Self static struct super trait true type unsafe use where while union'),
-  types: words('i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize f32 f64 bool char str'),
-  line: ['//'], block: C_BLOCK, caps: true, rust: true, macro: true, prefix: /^(?:b|r|br)$/,
-});
-lang('go golang', {
-  kw: words('break case chan const continue default defer else fallthrough for func go goto if import interface map package range return select struct switch type var true false nil iota'),
-  types: words('bool byte complex64 complex128 error float32 float64 int int8 int16 int32 int64 rune string uint uint8 uint16 uint32 uint64 uintptr any'),
-  line: ['//'], block: C_BLOCK, quotes: '"\'`', ml: '`', noEsc: '`',
-});
-lang('java kotlin kt scala cs csharp', {
-  kw: words('abstract assert break case catch class const continue default do else enum extends final finally for goto if implements import instanceof interface native new package private protected public return static strictfp super switch synchronized this throw throws transient try volatile while var val fun record sealed permits yield true false null'),
-  types: words('boolean byte char double float int long short void'),
-  line: ['//'], block: C_BLOCK, triple: true, caps: true,
-});
-lang('bash sh shell zsh console shellsession', {
-  kw: words('if then else elif fi for while until do done case esac in function select time return exit break continue local export readonly declare unset shift source alias set trap eval exec'),
-  wsLine: ['#'], quotes: '"\'`', ml: '"\'`', noEsc: "'",
-});
-lang('sql mysql postgres postgresql sqlite', {
-  kw: words('select from where and or not insert into values update set delete create table drop alter add index primary key foreign references join inner left right outer full cross on as group by order having limit offset union all distinct case when then else end null is in exists between like ilike view if begin commit rollback transaction default unique constraint asc desc returning with recursive cascade database schema grant revoke true false'),
-  types: words('int integer bigint smallint tinyint varchar char text boolean bool date time timestamp timestamptz float double real decimal numeric serial bigserial blob json jsonb uuid'),
-  line: ['--'], block: C_BLOCK, quotes: '"\'`', ci: true,
-});
-lang('yaml yml', { kw: words('true false null yes no on off True False Null'), wsLine: ['#'], yaml: true });
+const C_LIKE = { line: ['//'], block: ['/*', '*/'] };
+lang('js javascript jsx mjs cjs ts typescript tsx json jsonc json5', { ...C_LIKE, quotes: '"\'`', ml: '`', caps: true },
+  'break case catch class const continue debugger default delete do else export extends finally for from function if import in instanceof let new of return static super switch this throw try typeof var void while with yield async await as interface type enum implements private protected public readonly declare namespace abstract keyof satisfies true false null undefined NaN Infinity',
+  'string number boolean any unknown never object symbol bigint');
+lang('python py python3 py3', { line: ['#'], triple: true, caps: true, prefix: /^(?:[rbuf]|rb|br|fr|rf)$/i },
+  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield match case self',
+  'int float str bool list dict set tuple bytes object type complex frozenset');
+lang('c cpp c++ cc cxx h hpp hh hxx objc cuda', { ...C_LIKE, caps: true, preproc: true, prefix: /^(?:u8|u|U|L)?R?$/ },
+  'alignas alignof asm auto break case catch class const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype default delete do dynamic_cast else enum explicit export extern false for friend goto if inline mutable namespace new noexcept nullptr operator private protected public register reinterpret_cast return sizeof static static_assert static_cast struct switch template this thread_local throw true try typedef typeid typename union using virtual volatile while override final NULL',
+  'void bool char short int long float double signed unsigned size_t ssize_t ptrdiff_t int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t wchar_t char8_t char16_t char32_t');
+lang('rust rs', { ...C_LIKE, caps: true, rust: true, macro: true, prefix: /^(?:b|r|br)$/ },
+  'as async await break const continue crate dyn else enum extern false fn for if impl in let loop match mod move mut pub ref return self Self static struct super trait true type unsafe use where while union',
+  'i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize f32 f64 bool char str');
+lang('go golang', { ...C_LIKE, quotes: '"\'`', ml: '`', noEsc: '`' },
+  'break case chan const continue default defer else fallthrough for func go goto if import interface map package range return select struct switch type var true false nil iota',
+  'bool byte complex64 complex128 error float32 float64 int int8 int16 int32 int64 rune string uint uint8 uint16 uint32 uint64 uintptr any');
+lang('java kotlin kt scala cs csharp', { ...C_LIKE, triple: true, caps: true },
+  'abstract assert break case catch class const continue default do else enum extends final finally for goto if implements import instanceof interface native new package private protected public return static strictfp super switch synchronized this throw throws transient try volatile while var val fun record sealed permits yield true false null',
+  'boolean byte char double float int long short void');
+lang('bash sh shell zsh console shellsession', { wsLine: ['#'], quotes: '"\'`', ml: '"\'`', noEsc: "'" },
+  'if then else elif fi for while until do done case esac in function select time return exit break continue local export readonly declare unset shift source alias set trap eval exec');
+lang('sql mysql postgres postgresql sqlite', { line: ['--'], block: ['/*', '*/'], quotes: '"\'`', ci: true },
+  'select from where and or not insert into values update set delete create table drop alter add index primary key foreign references join inner left right outer full cross on as group by order having limit offset union all distinct case when then else end null is in exists between like ilike view if begin commit rollback transaction default unique constraint asc desc returning with recursive cascade database schema grant revoke true false',
+  'int integer bigint smallint tinyint varchar char text boolean bool date time timestamp timestamptz float double real decimal numeric serial bigserial blob json jsonb uuid');
+lang('yaml yml', { wsLine: ['#'], yaml: true }, 'true false null yes no on off True False Null');
 lang('html xml htm xhtml svg vue', { mode: 'markup' });
 lang('css scss less', { mode: 'css' });
-const GENERIC = {
-  kw: words('if else elif for while do return function func fn def class struct import export from let const var true false null nil None True False new this self public private static void int string bool'),
-  quotes: '"\'`', ml: '', noEsc: '', wsLine: ['//', '#'], strict: true,
-};
+lang('', { quotes: '"\'`', wsLine: ['//', '#'], strict: true }, // generic: any other language
+  'if else elif for while do return function func fn def class struct import export from let const var true false null nil None True False new this self public private static void int string bool');
+const GENERIC = LANGS[''];
 
 export function highlight(code, lang) {
   code = code == null ? '' : String(code);
   const spec = LANGS[String(lang == null ? '' : lang).trim().toLowerCase()] || GENERIC;
   try {
-    if (spec.mode === 'markup') return hlMarkup(code);
-    if (spec.mode === 'css') return hlCss(code);
-    return hlCode(code, spec);
+    return spec.mode === 'markup' ? hlMarkup(code) : spec.mode === 'css' ? hlCss(code) : hlCode(code, spec);
   } catch {
     return escapeHtml(code); // never throw on odd input
   }
@@ -545,20 +481,18 @@ function emitter(code) {
       return (pos = b);
     },
     end: () => out + escapeHtml(code.slice(pos)),
+    until: (a, s) => { const e = code.indexOf(s, a); return e < 0 ? code.length + 1 : e + s.length; },
   };
 }
 
 // Scan a string body from p; returns [end, closed].
 function scanStr(code, p, q, multiline, escapes) {
-  const n = code.length;
-  while (p < n) {
-    const c = code[p];
-    if (c === '\\' && escapes) p += 2;
+  for (const n = code.length; p < n; p++) {
+    if (code[p] === '\\' && escapes) p++;
     else if (code.startsWith(q, p)) return [p + q.length, true];
-    else if (c === '\n' && !multiline) return [p, false];
-    else p++;
+    else if (code[p] === '\n' && !multiline) return [p, false];
   }
-  return [n, false];
+  return [code.length, false];
 }
 
 const IDENT = /[\p{L}_$][\p{L}\p{N}_$]*/uy;
@@ -573,22 +507,16 @@ const atLineStart = (code, i) => {
 const startsAny = (code, i, list) => list && list.some((t) => code.startsWith(t, i));
 
 function hlCode(code, L) {
-  const n = code.length;
-  const { tok, end } = emitter(code);
+  const n = code.length, { tok, end, until } = emitter(code);
   let i = 0, m;
   const sticky = (re) => { re.lastIndex = i; return re.exec(code); };
   while (i < n) {
     const c = code[i];
     const prev = i ? code[i - 1] : '\n';
     if (L.yaml && prev === '\n' && (m = sticky(YAML_KEY))) { i = tok('attr', i + m[1].length, i + m[0].length); continue; }
-    if (L.block && code.startsWith(L.block[0], i)) {
-      const e = code.indexOf(L.block[1], i + L.block[0].length);
-      i = tok('com', i, e < 0 ? n : e + L.block[1].length);
-      continue;
-    }
+    if (L.block && code.startsWith(L.block[0], i)) { i = tok('com', i, until(i + 2, L.block[1])); continue; }
     if (startsAny(code, i, L.line) || (/\s/.test(prev) && startsAny(code, i, L.wsLine))) {
-      const e = code.indexOf('\n', i);
-      i = tok('com', i, e < 0 ? n : e);
+      i = tok('com', i, until(i, '\n') - 1); // stop before the newline (or at the end)
       continue;
     }
     if (L.preproc && c === '#' && atLineStart(code, i) && (m = sticky(/#[ \t]*[a-z]+/y))) {
@@ -597,16 +525,10 @@ function hlCode(code, L) {
       if (/include|import/.test(m[0]) && inc) { const s = i + inc[0].indexOf('<'); i = tok('str', s, i + inc[0].length); }
       continue;
     }
-    if (L.triple && (code.startsWith('"""', i) || code.startsWith("'''", i))) {
-      i = tok('str', i, scanStr(code, i + 3, code.slice(i, i + 3), true, true)[0]);
-      continue;
-    }
+    if (L.triple && (code.startsWith('"""', i) || code.startsWith("'''", i))) { i = tok('str', i, scanStr(code, i + 3, code.slice(i, i + 3), true, true)[0]); continue; }
     if (L.quotes.includes(c)) {
       if (c === "'" && isIdentChar(code[i - 1])) { i++; continue; } // apostrophe / digit separator
-      if (L.rust && c === "'") { // char literal, else a lifetime
-        i = (m = sticky(RUST_CHAR)) ? tok('str', i, i + m[0].length) : i + 1;
-        continue;
-      }
+      if (L.rust && c === "'") { i = (m = sticky(RUST_CHAR)) ? tok('str', i, i + m[0].length) : i + 1; continue; } // else a lifetime
       const [e, closed] = scanStr(code, i + 1, c, L.ml.includes(c), !L.noEsc.includes(c));
       i = L.strict && !closed ? i + 1 : tok('str', i, e);
       continue;
@@ -615,20 +537,17 @@ function hlCode(code, L) {
       if (!isIdentChar(code[i - 1]) && (m = sticky(NUM))) { i = tok('num', i, i + m[0].length); continue; }
     }
     if ((m = sticky(IDENT))) {
-      const w = m[0];
-      let e = i + w.length;
-      const q = code[e];
+      const w = m[0], e = i + w.length, q = code[e];
       if (w === '$') { i = e; continue; }
       if (L.prefix && L.prefix.test(w) && (q === '"' || q === "'" || (L.rust && q === '#' && w.includes('r')))) {
         const se = prefixedString(code, e, w, L);
         if (se > e) { i = tok('str', i, se); continue; }
       }
       const lw = L.ci ? w.toLowerCase() : w;
-      let p = e;
+      let p = e, cls = null;
       while (code[p] === ' ') p++;
-      let cls = null;
       if (L.kw.has(lw)) cls = 'kw';
-      else if (L.types && L.types.has(lw)) cls = 'type';
+      else if (L.types.has(lw)) cls = 'type';
       else if (code[p] === '(' || (L.macro && code[p] === '!' && code[p + 1] !== '=')) cls = 'fn';
       else if (L.caps && /^[A-Z]/.test(w) && /[a-z]/.test(w)) cls = 'type';
       i = cls ? tok(cls, i, e) : e;
@@ -654,18 +573,14 @@ function prefixedString(code, e, w, L) {
       return stop < 0 ? code.length : stop + d[1].length + 2;
     }
   }
-  if (L.triple && (code.startsWith('"""', e) || code.startsWith("'''", e))) {
-    return scanStr(code, e + 3, code.slice(e, e + 3), true, true)[0];
-  }
+  if (L.triple && (code.startsWith('"""', e) || code.startsWith("'''", e))) return scanStr(code, e + 3, code.slice(e, e + 3), true, true)[0];
   return scanStr(code, e + 1, code[e], false, true)[0];
 }
 
 function hlMarkup(code) {
-  const n = code.length;
-  const { tok, end } = emitter(code);
-  let i = 0, m;
+  const n = code.length, { tok, end, until } = emitter(code);
   const ATTR = /[^\s=>/"'<]+/y, TAG = /<\/?[A-Za-z!?][\w:.-]*/y;
-  const until = (a, s) => { const e = code.indexOf(s, a); return e < 0 ? n : e + s.length; };
+  let i = 0, m;
   while (i < n) {
     if (code.startsWith('<!--', i)) { i = tok('com', i, until(i + 4, '-->')); continue; }
     if (code.startsWith('<![CDATA[', i)) { i = tok('str', i, until(i + 9, ']]>')); continue; }
@@ -688,24 +603,20 @@ function hlMarkup(code) {
 
 const CSS_KW = words('important inherit initial unset none auto');
 function hlCss(code) {
-  const n = code.length;
-  const { tok, end } = emitter(code);
+  const n = code.length, { tok, end, until } = emitter(code);
   let i = 0, depth = 0, m;
   const sticky = (re) => { re.lastIndex = i; return re.exec(code); };
   while (i < n) {
     const c = code[i];
-    if (code.startsWith('/*', i)) { const e = code.indexOf('*/', i + 2); i = tok('com', i, e < 0 ? n : e + 2); continue; }
+    if (code.startsWith('/*', i)) { i = tok('com', i, until(i + 2, '*/')); continue; }
     if (c === '"' || c === "'") { i = tok('str', i, scanStr(code, i + 1, c, false, true)[0]); continue; }
     if (c === '{') depth++;
     else if (c === '}') depth = Math.max(0, depth - 1);
     else if (c === '@' && (m = sticky(/@[\w-]+/y))) { i = tok('kw', i, i + m[0].length); continue; }
     else if (c === '#' && (m = sticky(/#[\w-]+/y))) { i = tok(depth ? 'num' : 'tag', i, i + m[0].length); continue; }
-    else if (!isIdentChar(code[i - 1]) && (m = sticky(/[-+]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?(?:%|[a-zA-Z]+)?/y))) {
-      i = tok('num', i, i + m[0].length);
-      continue;
-    } else if ((m = sticky(/-*[A-Za-z_][\w-]*/y))) {
-      const e = i + m[0].length;
-      let p = e;
+    else if (!isIdentChar(code[i - 1]) && (m = sticky(/[-+]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?(?:%|[a-zA-Z]+)?/y))) { i = tok('num', i, i + m[0].length); continue; }
+    else if ((m = sticky(/-*[A-Za-z_][\w-]*/y))) {
+      let e = i + m[0].length, p = e;
       while (code[p] === ' ') p++;
       const cls = !depth ? 'tag' : code[p] === ':' ? 'attr' : code[p] === '(' ? 'fn' : CSS_KW.has(m[0].toLowerCase()) ? 'kw' : null;
       i = cls ? tok(cls, i, e) : e;

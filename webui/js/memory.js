@@ -24,6 +24,15 @@ export class MemoryView {
     this.chartsBox = root.querySelector('#memory-charts');
     this.eventList = root.querySelector('#event-log');
     this.drawPending = false;
+    this.windowSeconds = 60;
+    const pick = root.querySelector('#memory-window');
+    if (pick) {
+      this.windowSeconds = Number(pick.value) || 60;
+      pick.addEventListener('change', () => {
+        this.windowSeconds = Number(pick.value) || 60;
+        this.draw();
+      });
+    }
   }
 
   // Subscribes (again after a failure, every 2 s) until stop().
@@ -89,9 +98,13 @@ export class MemoryView {
       box.className = 'chart-box';
       box.id = id;
       this.chartsBox.appendChild(box);
-      c = new LineChart(box, { windowSeconds: 300, height: 190, ...opts });
+      c = new LineChart(box, { windowSeconds: this.windowSeconds, height: 190, ...opts });
       this.charts.set(id, c);
     }
+    // Until the history fills the chosen window, the charts span what there is (at least 20 s), so that a
+    // fresh page shows its first seconds across the whole width.
+    const span = this.samples.length ? (this.samples[this.samples.length - 1].t - this.samples[0].t) / 1000 : 0;
+    c.opts.windowSeconds = Math.min(this.windowSeconds, Math.max(20, Math.ceil(span)));
     return c;
   }
 
