@@ -275,9 +275,9 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
     while (!origin.empty() && origin.front() == ' ') origin.erase(0, 1);
     if (origin.empty())
       return InvalidArgument("--cors-origins: an empty origin in '" + f->cors_origins + "'");
-    if (origin != "*" && origin.find("://") == std::string::npos) {
+    if (origin != "*" && origin != "localhost" && origin.find("://") == std::string::npos) {
       return InvalidArgument("--cors-origins: '" + origin +
-                             "' is not an origin (scheme://host[:port], or *)");
+                             "' is not an origin (scheme://host[:port], *, or localhost)");
     }
     o.cors_origins.push_back(origin);
     start = comma + 1;
@@ -492,7 +492,8 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
       ->check(CLI::Range(1, 1 << 20));
   sub->add_option(
       "--cors-origins", f->cors_origins,
-      "Browser origins allowed to call the API, comma-separated (exact scheme://host[:port], or *)");
+      "Browser origins allowed to call the API, comma-separated (exact scheme://host[:port], *, or "
+      "localhost: any port of localhost, 127.0.0.1 and [::1]); default none, or localhost with --tools");
   sub->add_option(
          "--sleep-idle-seconds", f->sleep_idle_s,
          "llama-server's sleep: after S idle seconds release KV, scratch and weights (= --idle-timeout S "
@@ -515,6 +516,9 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
   sub->add_flag("--webui,!--no-webui,--ui,!--no-ui", o.webui,
                 "Serve the web page at / (chat and the live memory view; default on, as llama-server); "
                 "--no-webui / --no-ui: / answers 404");
+  sub->add_flag("--ui-mcp-proxy,--webui-mcp-proxy,!--no-ui-mcp-proxy,!--no-webui-mcp-proxy", o.ui_mcp_proxy,
+                "Experimental, off by default: GET/POST /cors-proxy?url= forwards the page's requests to other "
+                "servers (MCP servers without CORS), with only the headers the page names explicitly");
   sub->add_flag("-v,--verbose", f->verbose, "Debug logging (per-request details such as grammar statistics)");
   sub->add_flag("--embeddings,--embedding", o.engine.embeddings,
                 "Serve embeddings: /v1/embeddings, /embedding, and TEI's /embed and /embed_all");

@@ -104,11 +104,27 @@ Status CreateRouter(ServerState& st) {
 }
 
 // CORS: the allowed origin echoed for a request from one of --cors-origins ("*" allows any); empty if none.
+// "localhost" in --cors-origins: an http or https origin on this machine's names, any port.
+bool IsLocalOrigin(const std::string& origin) {
+  for (const char* scheme : {"http://", "https://"}) {
+    if (origin.rfind(scheme, 0) != 0) continue;
+    const std::string host = origin.substr(std::strlen(scheme));
+    for (const char* name : {"localhost", "127.0.0.1", "[::1]"}) {
+      const size_t n = std::strlen(name);
+      if (host.compare(0, n, name) == 0 && (host.size() == n || host[n] == ':')) {
+        const std::string port = host.size() == n ? "" : host.substr(n + 1);
+        if (port.find_first_not_of("0123456789") == std::string::npos) return true;
+      }
+    }
+  }
+  return false;
+}
+
 std::string AllowedOrigin(const ServerOptions& o, const httplib::Request& req) {
   if (o.cors_origins.empty() || !req.has_header("Origin")) return "";
   const std::string origin = req.get_header_value("Origin");
   for (const std::string& allowed : o.cors_origins) {
-    if (allowed == "*" || allowed == origin) return origin;
+    if (allowed == "*" || allowed == origin || (allowed == "localhost" && IsLocalOrigin(origin))) return origin;
   }
   return "";
 }
@@ -286,6 +302,7 @@ Status HttpServer::Run() {
   RegisterSlotRoutes(st);
   RegisterMemoryRoutes(st);
   RegisterWebUiRoutes(st);
+  RegisterCorsProxyRoutes(st);
   RegisterCompletionRoutes(st);
   RegisterEmbeddingRoutes(st);
   RegisterRerankRoutes(st);

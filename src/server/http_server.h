@@ -28,6 +28,11 @@ struct ServerOptions {
   bool metrics_no_auth = false;  // --metrics-no-auth: GET /metrics answers without a key
   bool slots_endpoint = true;    // --slots / --no-slots (llama-server's): off, GET /slots answers 501
   bool webui = true;             // --webui / --no-webui (llama-server's; --no-ui too): the page at /
+  bool ui_mcp_proxy = false;     // --ui-mcp-proxy: GET/POST /cors-proxy?url= forwards the page's requests
+  // --tools (llama-server's built-in tools, routes_tools.cpp): the enabled names, each confined to tools_dir
+  // (--tools-dir, default the current directory). Empty: GET/POST /tools answer 403.
+  std::vector<std::string> tools;
+  std::string tools_dir;
   // Chat template override: empty = the model's own `tokenizer.chat_template`; a built-in name (chatml,
   // llama2, llama3); or Jinja source, labelled `chat_template_label` in /props and the log.
   std::string chat_template;
@@ -68,7 +73,8 @@ struct ServerOptions {
   // Operations (docs/deploy.md). drain_timeout_s: after SIGTERM/SIGINT (Drain()), new requests get 503 and
   // in-flight ones may finish for this long before they are cancelled. backlog: the listening socket's
   // queue of connections not yet accepted (--backlog). cors_origins: origins that may call the API from a
-  // browser (exact, or "*"); empty: no CORS headers.
+  // browser (exact, "*", or "localhost": http(s) on localhost, 127.0.0.1 or [::1], any port); empty: no CORS
+  // headers, or "localhost" when --tools is on (as llama-server).
   double drain_timeout_s = 30;
   int backlog = 512;
   std::vector<std::string> cors_origins;

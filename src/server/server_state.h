@@ -115,6 +115,7 @@ void RegisterModelRoutes(ServerState& st);         // /v1/models, /models, POST 
 void RegisterSlotRoutes(ServerState& st);          // GET /slots, POST /slots/{id}?action=save|restore|erase
 void RegisterMemoryRoutes(ServerState& st);        // GET /memory, /memory/stream (the page's memory view)
 void RegisterWebUiRoutes(ServerState& st);         // GET /, /index.html, /ui/* (the web page; --no-webui)
+void RegisterCorsProxyRoutes(ServerState& st);     // GET/POST /cors-proxy (--ui-mcp-proxy)
 // Prometheus text for GET /metrics: `engine`'s series (router mode: ?model='s, or null for the router's
 // per-model series only), the router's and the HTTP counters.
 std::string RenderMetrics(const ServerState& st, const Engine* engine);
