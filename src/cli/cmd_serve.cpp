@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "chat/reasoning.h"
+#include "server/builtin_tools.h"
 #include "cli/commands.h"
 #include "core/log.h"
 #include "gguf/tensor_type.h"
@@ -50,6 +52,8 @@ struct ServeFlags {
   std::string api_key_file;
   int64_t seed = -1;  // --seed; -1: each request draws a random seed
   std::string cors_origins;  // --cors-origins, comma-separated
+  std::string tools;         // --tools, comma-separated or "all"
+  std::string tools_dir;     // --tools-dir (default: the current directory)
   double sleep_idle_s = -1;  // --sleep-idle-seconds (llama-server's name): both idle releases at once
   // Router mode (several models): more than one -m, --models-dir or --models-preset.
   std::vector<std::string> models;  // -m, repeatable
@@ -281,6 +285,31 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
     }
     o.cors_origins.push_back(origin);
     start = comma + 1;
+  }
+  if (!f->tools.empty()) {
+    Result<std::vector<std::string>> tools = server::ParseToolList(f->tools);
+    if (!tools.ok()) return InvalidArgument("--tools: " + tools.status().message());
+    o.tools = *tools;
+    std::error_code ec;
+    const std::filesystem::path dir =
+        std::filesystem::canonical(f->tools_dir.empty() ? std::filesystem::current_path()
+                                                        : std::filesystem::path(f->tools_dir),
+                                   ec);
+    if (ec || !std::filesystem::is_directory(dir)) {
+      return InvalidArgument("--tools-dir: '" + f->tools_dir + "' is not a folder" +
+                             (ec ? " (" + ec.message() + ")" : ""));
+    }
+    o.tools_dir = dir.string();
+    if (o.cors_origins.empty()) o.cors_origins = {"localhost"};  // as llama-server: browsers on this machine only
+    std::string names;
+    for (const std::string& t : o.tools) names += (names.empty() ? "" : ",") + t;
+    LS_LOG_WARN("built-in tools on (%s), confined to %s: anyone with access to this server may use them%s",
+                names.c_str(), o.tools_dir.c_str(),
+                std::find(o.tools.begin(), o.tools.end(), "exec_shell_command") != o.tools.end()
+                    ? "; exec_shell_command runs any shell command, which the folder does not confine"
+                    : "");
+  } else if (!f->tools_dir.empty()) {
+    return InvalidArgument("--tools-dir needs --tools");
   }
   if (o.sampling.repeat_penalty <= 0) return InvalidArgument("--repeat-penalty: must be greater than 0");
   Result<ReasoningFormat> reasoning = ParseReasoningFormat(o.reasoning_format);
@@ -516,6 +545,13 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
   sub->add_flag("--webui,!--no-webui,--ui,!--no-ui", o.webui,
                 "Serve the web page at / (chat and the live memory view; default on, as llama-server); "
                 "--no-webui / --no-ui: / answers 404");
+  sub->add_option("--tools", f->tools,
+                  "Experimental: llama-server's built-in tools for agents (GET/POST /tools): read_file, "
+                  "file_glob_search, grep_search, write_file, edit_file, get_datetime, get_info, or all of those; "
+                  "exec_shell_command only when named (a shell is not confined to --tools-dir). Sets "
+                  "--cors-origins to localhost unless given");
+  sub->add_option("--tools-dir", f->tools_dir,
+                  "The folder every built-in tool's file paths must stay inside (default: the current directory)");
   sub->add_flag("--ui-mcp-proxy,--webui-mcp-proxy,!--no-ui-mcp-proxy,!--no-webui-mcp-proxy", o.ui_mcp_proxy,
                 "Experimental, off by default: GET/POST /cors-proxy?url= forwards the page's requests to other "
                 "servers (MCP servers without CORS), with only the headers the page names explicitly");

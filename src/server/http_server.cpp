@@ -303,6 +303,7 @@ Status HttpServer::Run() {
   RegisterMemoryRoutes(st);
   RegisterWebUiRoutes(st);
   RegisterCorsProxyRoutes(st);
+  RegisterToolRoutes(st);
   RegisterCompletionRoutes(st);
   RegisterEmbeddingRoutes(st);
   RegisterRerankRoutes(st);

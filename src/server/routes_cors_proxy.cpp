@@ -25,6 +25,7 @@ struct Upstream {
   bool headers = false, done = false, cancelled = false;
   int status = 0;
   std::string content_type, error;
+  httplib::Headers response_headers;  // the upstream's, less those PassedBack refuses
   std::deque<std::string> chunks;
   size_t buffered = 0;
 };
@@ -32,6 +33,20 @@ struct Upstream {
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
+}
+
+// Upstream response headers the page gets (an MCP server's Mcp-Session-Id, say): not the connection's own,
+// not the body's framing (this server frames it again), never cookies (they would be set for this origin) nor
+// CORS headers (this server's are the page's).
+bool PassedBack(const std::string& name) {
+  const std::string n = Lower(name);
+  static const char* const kRefused[] = {"connection", "keep-alive", "transfer-encoding", "content-length",
+                                         "content-encoding", "content-type", "set-cookie", "set-cookie2",
+                                         "proxy-authenticate", "trailer", "upgrade", "te"};
+  for (const char* r : kRefused) {
+    if (n == r) return false;
+  }
+  return n.rfind("access-control-", 0) != 0;
 }
 
 void Proxy(ServerState& st, const httplib::Request& req, httplib::Response& res, const std::string& method) {
@@ -78,6 +93,9 @@ void Proxy(ServerState& st, const httplib::Request& req, httplib::Response& res,
       std::lock_guard<std::mutex> lock(up->mu);
       up->status = resp.status;
       up->content_type = resp.get_header_value("Content-Type");
+      for (const auto& [k, v] : resp.headers) {
+        if (PassedBack(k)) up->response_headers.emplace(k, v);
+      }
       up->headers = true;
       up->cv.notify_all();
       return !up->cancelled;
@@ -119,6 +137,7 @@ void Proxy(ServerState& st, const httplib::Request& req, httplib::Response& res,
       return SetError(res, 502, "cors-proxy: no answer from " + origin + " (" + up->error + ")");
     }
     res.status = up->status;
+    for (const auto& [k, v] : up->response_headers) res.set_header(k, v);
     if (up->status == 204 || up->status == 304) {  // no body, whatever came
       up->cancelled = true;
       up->cv.notify_all();

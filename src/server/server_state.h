@@ -116,6 +116,7 @@ void RegisterSlotRoutes(ServerState& st);          // GET /slots, POST /slots/{i
 void RegisterMemoryRoutes(ServerState& st);        // GET /memory, /memory/stream (the page's memory view)
 void RegisterWebUiRoutes(ServerState& st);         // GET /, /index.html, /ui/* (the web page; --no-webui)
 void RegisterCorsProxyRoutes(ServerState& st);     // GET/POST /cors-proxy (--ui-mcp-proxy)
+void RegisterToolRoutes(ServerState& st);          // GET/POST /tools (--tools)
 // Prometheus text for GET /metrics: `engine`'s series (router mode: ?model='s, or null for the router's
 // per-model series only), the router's and the HTTP counters.
 std::string RenderMetrics(const ServerState& st, const Engine* engine);

@@ -22,6 +22,9 @@ class Target {
     http_.Get("/capture", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mu_);
       captured_ = req.headers;
+      res.set_header("Mcp-Session-Id", "session-42");
+      res.set_header("Set-Cookie", "tracker=1");
+      res.set_header("Access-Control-Allow-Origin", "*");
       res.set_content("ok", "text/plain");
     });
     http_.Post("/empty", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
@@ -96,6 +99,10 @@ TEST(CorsProxy, ForwardsOnlyExplicitHeaders) {
   EXPECT_EQ(target.Captured("Proxy-Authorization"), "<absent>");
   EXPECT_EQ(target.Captured("X-Api-Key"), "<absent>");
   EXPECT_EQ(target.Captured("Cookie"), "<absent>");
+  // Back: the target's own headers (an MCP session id), never its cookies or CORS headers.
+  EXPECT_EQ(r.Header("Mcp-Session-Id"), "session-42");
+  EXPECT_EQ(r.Header("Set-Cookie"), "");
+  EXPECT_EQ(r.Header("Access-Control-Allow-Origin"), "");
   EXPECT_EQ(srv->Get("/props", {"Authorization: Bearer proxy-key"}).Json()["cors_proxy_enabled"], true);
 }
 

@@ -257,5 +257,29 @@ TEST(WebUiBrowser, ApiKeyPrompt) {
             srv.get());
 }
 
+// The page's use of --tools: a scripted model calls read_file inside and outside the folder.
+TEST(WebUiBrowser, BuiltinToolsConfinedToTheirFolder) {
+  REQUIRE_SHARED_FILE(kStories);
+  RequireNode(true);
+  if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
+  const std::filesystem::path outer = NewScratchFile("tools");
+  const std::filesystem::path dir = outer / "workspace";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "marker.txt") << "MARKER-7d1f\n";
+  std::ofstream(outer / "secret.txt") << "SECRET-3a9c\n";
+  START_SERVER(srv, {"-m", SharedPath(kStories), "--tools", "read_file,file_glob_search", "--tools-dir", dir.string()});
+  RunScript("webui_tools_test.mjs", "LAZYSLOT_URL=" + ShellQuote(srv->Url("/")), srv.get());
+}
+
+// The page's MCP client through --ui-mcp-proxy, against an MCP server the script starts.
+TEST(WebUiBrowser, McpServerThroughTheProxy) {
+  REQUIRE_SHARED_FILE(kStories);
+  RequireNode(true);
+  if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
+  START_SERVER(srv, {"-m", SharedPath(kStories), "--ui-mcp-proxy", "--api-key", "mcp-page-key"});
+  RunScript("webui_mcp_test.mjs", "LAZYSLOT_URL=" + ShellQuote(srv->Url("/")) + " LAZYSLOT_API_KEY=mcp-page-key",
+            srv.get());
+}
+
 }  // namespace
 }  // namespace lazyslot::testing

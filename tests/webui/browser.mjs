@@ -16,9 +16,11 @@ export async function launch() {
 
 // A new page (its own context: empty localStorage) whose errors are collected in page.errors; expected ones
 // (a status the test provokes) are filtered by the caller.
-export async function openPage(browser, url, { viewport = { width: 1280, height: 800 } } = {}) {
+// init: a function run in the page before its own scripts (e.g. to put an API key in localStorage).
+export async function openPage(browser, url, { viewport = { width: 1280, height: 800 }, init, initArg } = {}) {
   const context = await browser.newContext({ viewport });
   const page = await context.newPage();
+  if (init) await page.addInitScript(init, initArg);
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(`pageerror: ${e.message}`));
   page.on('console', (m) => { if (m.type() === 'error') page.errors.push(`console: ${m.text()}`); });

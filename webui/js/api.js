@@ -26,8 +26,8 @@ export function setApiKey(key) {
   else localStorage.removeItem(KEY_ITEM);
 }
 
-function headers(json) {
-  const h = {};
+function headers(json, extra = {}) {
+  const h = { ...extra };
   if (json) h['Content-Type'] = 'application/json';
   const key = apiKey();
   if (key) h.Authorization = `Bearer ${key}`;
@@ -50,12 +50,13 @@ async function errorOf(res) {
   return new ApiError(res.status, message, type);
 }
 
-async function send(path, { method = 'GET', body, signal } = {}) {
+// extraHeaders: added to the request as they are (the MCP client's x-llama-server-proxy-header-* ones).
+export async function send(path, { method = 'GET', body, signal, extraHeaders } = {}) {
   let res;
   try {
     res = await fetch(path, {
       method,
-      headers: headers(body !== undefined),
+      headers: headers(body !== undefined, extraHeaders),
       body: body === undefined ? undefined : JSON.stringify(body),
       signal,
     });

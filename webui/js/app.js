@@ -6,10 +6,12 @@ import { api, events, ApiError, apiKey, setApiKey } from './api.js';
 import { Store, addMessage, pathTo, siblingsOf, lastLeafFrom } from './store.js';
 import { renderMarkdown, escapeHtml } from './markdown.js';
 import { MemoryView } from './memory.js';
+import { McpServer, toolDefinition } from './mcp.js';
 
 const $ = (sel) => document.querySelector(sel);
 const SETTINGS_ITEM = 'lazyslot.settings';
 const SAMPLING_FIELDS = ['temperature', 'top_p', 'top_k', 'min_p', 'max_tokens', 'repeat_penalty'];
+const MAX_TOOL_ROUNDS = 10;        // tool calls answered in a row before the page stops and says so
 const MAX_PASTE_CHARS = 1_000_000;  // a paste above this is refused before it reaches the composer
 const TOKENIZE_ABOVE = 2000;        // pastes longer than this are counted in tokens against the context
 
@@ -22,6 +24,8 @@ const state = {
   props: null,     // /props of the model
   streaming: null, // { abort, convId, msgId }
   settings: {},
+  tools: [],       // GET /tools: the server's built-in tools (--tools), each {tool, display_name, definition}
+  mcp: [],         // connected MCP servers (settings, through /cors-proxy)
   keyPrompt: null, // the promise of an open key dialog
 };
 
@@ -92,6 +96,7 @@ function fillSettingsForm() {
     input.placeholder = d === undefined ? '' : String(Math.round(d * 1000) / 1000);
   }
   $('#set-api-key').value = apiKey();
+  $('#set-mcp').value = state.settings.mcpServers || '';
 }
 function readSettingsForm() {
   state.settings.system = $('#set-system').value;
@@ -101,7 +106,13 @@ function readSettingsForm() {
     else state.settings[f] = Number(v);
   }
   setApiKey($('#set-api-key').value.trim());
+  state.settings.toolsOff = [...document.querySelectorAll('#set-tools input[type=checkbox]')]
+    .filter((i) => !i.checked).map((i) => i.value);
+  const mcp = $('#set-mcp').value.trim();
+  const mcpChanged = mcp !== (state.settings.mcpServers || '');
+  state.settings.mcpServers = mcp;
   saveSettings();
+  if (mcpChanged) connectMcp();
 }
 
 // ---------------------------------------------------------------------------------------------- models
@@ -229,7 +240,9 @@ function messageBody(m) {
     parts.push(`<details class="reasoning"><summary>Reasoning</summary><div class="reasoning-text">${renderMarkdown(m.reasoning)}</div></details>`);
   }
   if (m.role === 'assistant') parts.push(`<div class="content markdown">${renderMarkdown(m.content)}</div>`);
-  else parts.push(`<div class="content plain">${escapeHtml(m.content)}</div>`);
+  else if (m.role === 'tool') {
+    parts.push(`<details class="tool-result"><summary>result</summary><pre class="content">${escapeHtml(m.content)}</pre></details>`);
+  } else parts.push(`<div class="content plain">${escapeHtml(m.content)}</div>`);
   for (const call of m.tool_calls || []) {
     const fn = call.function || {};
     parts.push(`<div class="tool-call"><span class="tool-label">tool call</span> <code class="tool-name">${escapeHtml(fn.name || '')}</code><pre class="tool-args">${escapeHtml(fn.arguments || '')}</pre></div>`);
@@ -249,7 +262,7 @@ function messageElement(m, isLast) {
   head.className = 'msg-head';
   const who = document.createElement('span');
   who.className = 'msg-role';
-  who.textContent = m.role === 'user' ? 'You' : state.conv.model || m.role;
+  who.textContent = m.role === 'user' ? 'You' : m.role === 'tool' ? `tool ${m.tool_name || ''}` : state.conv.model || m.role;
   head.append(who);
   const sibs = siblingsOf(c, m.id);
   if (sibs.length > 1) {
@@ -267,7 +280,7 @@ function messageElement(m, isLast) {
   const actions = document.createElement('div');
   actions.className = 'msg-actions';
   const busy = Boolean(state.streaming);
-  const buttons = [['act-copy', 'Copy'], ['act-edit', 'Edit']];
+  const buttons = m.role === 'tool' ? [['act-copy', 'Copy']] : [['act-copy', 'Copy'], ['act-edit', 'Edit']];
   if (m.role === 'assistant') buttons.push(['act-regenerate', 'Regenerate']);
   if (m.role === 'assistant' && isLast) buttons.push(['act-continue', 'Continue']);
   for (const [cls, label] of buttons) {
@@ -326,6 +339,7 @@ function requestMessages(conv, upTo) {
   for (const m of pathTo(conv, upTo)) {
     const msg = { role: m.role, content: m.content };
     if (m.tool_calls && m.tool_calls.length) msg.tool_calls = m.tool_calls;
+    if (m.role === 'tool') msg.tool_call_id = m.tool_call_id || '';
     out.push(msg);
   }
   return out;
@@ -342,6 +356,8 @@ async function generate(parentId, into = null) {
   const body = { model: state.model, messages: requestMessages(conv, into ? into.id : parentId), stream: true,
                  stream_options: { include_usage: true } };
   for (const f of SAMPLING_FIELDS) if (state.settings[f] !== undefined) body[f] = state.settings[f];
+  const tools = activeTools();
+  if (tools.length) body.tools = tools.map((t) => t.definition);
   const abort = new AbortController();
   state.streaming = { abort, convId: conv.id, msgId: target.id };
   setBusy(true);
@@ -386,6 +402,127 @@ async function generate(parentId, into = null) {
     renderSidebar();
     renderMessages();
   }
+  if (finished && target.tool_calls && target.tool_calls.length) await answerToolCalls(conv, target);
+}
+
+// ---------------------------------------------------------------------------------------------- tools
+// The tools offered to the model: the server's built-in ones not unticked, then the MCP servers' (a name
+// already taken is skipped). Each: {tool, definition, run(params) -> text}.
+function activeTools() {
+  const off = state.settings.toolsOff || [];
+  const out = state.tools.filter((t) => !off.includes(t.tool)).map((t) => ({
+    tool: t.tool, definition: t.definition,
+    run: async (params) => {
+      const result = await withKey(() => api('/tools', { method: 'POST', body: { tool: t.tool, params } }));
+      return typeof result.plain_text_response === 'string' && !result.error
+        ? result.plain_text_response : JSON.stringify(result);
+    },
+  }));
+  for (const server of state.mcp) {
+    for (const t of server.tools) {
+      if (out.some((x) => x.tool === t.name)) continue;
+      out.push({ tool: t.name, definition: toolDefinition(t), run: (params) => server.call(t.name, params) });
+    }
+  }
+  return out;
+}
+
+// Connects to the MCP servers of the settings (one URL per line) and lists their tools.
+async function connectMcp() {
+  const urls = (state.settings.mcpServers || '').split('\n').map((u) => u.trim()).filter(Boolean);
+  const status = $('#mcp-status');
+  state.mcp = [];
+  if (!urls.length) {
+    status.textContent = '';
+    return;
+  }
+  if (!state.props?.cors_proxy_enabled) {
+    status.textContent = 'The server\'s MCP proxy is off: start it with --ui-mcp-proxy.';
+    return;
+  }
+  const notes = [];
+  for (const url of urls) {
+    const server = new McpServer(url);
+    try {
+      await withKey(() => server.connect());
+      state.mcp.push(server);
+      notes.push(`${url}: ${server.tools.length} tool(s)`);
+    } catch (e) {
+      notes.push(`${url}: ${e.message}`);
+      showError(`MCP server ${url}: ${e.message}`);
+    }
+  }
+  status.textContent = notes.join('; ');
+  document.body.dataset.mcpTools = String(state.mcp.reduce((n, m) => n + m.tools.length, 0));
+}
+
+// Runs the server's built-in tools the answer called (POST /tools), adds each result as a tool message and
+// asks the model to go on, up to MAX_TOOL_ROUNDS answers in a row. A call of a tool the page did not offer
+// gets an error result, so the model sees why.
+async function answerToolCalls(conv, answer) {
+  let rounds = 0;
+  for (let m = answer; m && m.role !== 'user'; m = m.parent ? conv.messages[m.parent] : null) {
+    if (m.role === 'assistant' && m.tool_calls && m.tool_calls.length) ++rounds;
+  }
+  if (rounds > MAX_TOOL_ROUNDS) {
+    showError(`Stopped after ${MAX_TOOL_ROUNDS} rounds of tool calls in a row; send a message to go on.`);
+    return;
+  }
+  const offered = activeTools();
+  let parent = answer.id;
+  for (const call of answer.tool_calls) {
+    const name = call.function?.name || '';
+    const tool = offered.find((t) => t.tool === name);
+    let content;
+    if (!tool) {
+      content = JSON.stringify({ error: `the tool '${name}' is not available here` });
+    } else {
+      try {
+        let params = {};
+        try {
+          params = call.function.arguments ? JSON.parse(call.function.arguments) : {};
+        } catch (e) {
+          throw new Error(`the arguments are not JSON (${e.message})`);
+        }
+        content = await tool.run(params);
+      } catch (e) {
+        content = JSON.stringify({ error: e.message });
+      }
+    }
+    const result = addMessage(conv, parent, { role: 'tool', content, tool_call_id: call.id || '' });
+    result.tool_name = name;
+    parent = result.id;
+  }
+  state.store.save(conv);
+  renderMessages();
+  await generate(parent);
+}
+
+async function loadTools() {
+  state.tools = [];
+  if (!state.props || !Array.isArray(state.props.tools) || !state.props.tools.length) return renderToolSettings();
+  try {
+    state.tools = await withKey(() => api('/tools'));
+  } catch (e) {
+    showError(`Cannot list the server's tools: ${e.message}`);
+  }
+  renderToolSettings();
+}
+
+function renderToolSettings() {
+  const box = $('#set-tools');
+  box.hidden = !state.tools.length;
+  const off = state.settings.toolsOff || [];
+  box.querySelector('.tool-list').replaceChildren(...state.tools.map((t) => {
+    const label = document.createElement('label');
+    label.className = 'tool-toggle';
+    const input = document.createElement('input');
+    input.type = 'checkbox';
+    input.value = t.tool;
+    input.checked = !off.includes(t.tool);
+    label.append(input, ` ${t.display_name || t.tool}${t.permissions?.write ? ' (writes files)' : ''}`);
+    return label;
+  }));
 }
 
 function mergeToolCall(m, delta) {
@@ -607,6 +744,8 @@ async function main() {
   try {
     await loadModels();
     await loadProps();
+    await loadTools();
+    await connectMcp();
     document.body.dataset.ready = '1';
   } catch (e) {
     showError(`Cannot talk to the server: ${e.message}`);

@@ -135,6 +135,7 @@ export function pathTo(c, leaf = c.leaf) {
 export function addMessage(c, parent, fields) {
   const m = { id: newId(), parent, role: fields.role, content: fields.content || '', reasoning: fields.reasoning || '',
               tool_calls: fields.tool_calls || null, children: [], created: Date.now() };
+  if (fields.tool_call_id) m.tool_call_id = fields.tool_call_id;
   c.messages[m.id] = m;
   if (parent) c.messages[parent].children.push(m.id);
   else c.roots.push(m.id);
