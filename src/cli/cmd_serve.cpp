@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "chat/reasoning.h"
-#include "server/builtin_tools.h"
 #include "cli/commands.h"
 #include "core/log.h"
 #include "gguf/tensor_type.h"
 #include "server/http_server.h"
 #include "server/server_limits.h"
+#include "tools/builtin_tools.h"
 
 namespace lazyslot::cli {
 namespace {
@@ -287,9 +287,9 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
     start = comma + 1;
   }
   if (!f->tools.empty()) {
-    Result<std::vector<std::string>> tools = server::ParseToolList(f->tools);
-    if (!tools.ok()) return InvalidArgument("--tools: " + tools.status().message());
-    o.tools = *tools;
+    Result<std::vector<std::string>> parsed = tools::ParseToolList(f->tools);
+    if (!parsed.ok()) return InvalidArgument("--tools: " + parsed.status().message());
+    o.tools = *parsed;
     std::error_code ec;
     const std::filesystem::path dir =
         std::filesystem::canonical(f->tools_dir.empty() ? std::filesystem::current_path()

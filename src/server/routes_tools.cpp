@@ -1,17 +1,17 @@
 // GET /tools (the enabled built-in tools' definitions) and POST /tools {"tool", "params", "stream"} (run one),
 // as llama-server's --tools; 403 while no tool is enabled. The tools themselves, each confined to --tools-dir,
-// are builtin_tools.cpp's. A streamed exec_shell_command answers Server-Sent Events {"chunk"} then {"done"}.
+// are src/tools/'s. A streamed exec_shell_command answers Server-Sent Events {"chunk"} then {"done"}.
 #include "core/log.h"
-#include "server/builtin_tools.h"
 #include "server/errors.h"
 #include "server/request_body.h"
 #include "server/server_state.h"
+#include "tools/builtin_tools.h"
 
 namespace lazyslot::server {
 namespace {
 
-BuiltinToolsConfig ToolsConfig(const ServerState& st) {
-  BuiltinToolsConfig c;
+tools::BuiltinToolsConfig ToolsConfig(const ServerState& st) {
+  tools::BuiltinToolsConfig c;
   c.enabled = st.opts.tools;
   c.root = st.opts.tools_dir;
   return c;
@@ -25,7 +25,7 @@ bool Enabled(const ServerState& st, httplib::Response& res) {
 
 void ListTools(ServerState& st, const httplib::Request&, httplib::Response& res) {
   if (!Enabled(st, res)) return;
-  res.set_content(Dump(BuiltinToolDefinitions(ToolsConfig(st))), "application/json; charset=utf-8");
+  res.set_content(Dump(tools::BuiltinToolDefinitions(ToolsConfig(st))), "application/json; charset=utf-8");
 }
 
 void RunTool(ServerState& st, const httplib::Request& req, httplib::Response& res) {
@@ -48,10 +48,10 @@ void RunTool(ServerState& st, const httplib::Request& req, httplib::Response& re
   }
   const bool stream = body->value("stream", false);
   const std::string cwd = req.get_header_value("x-tool-cwd");
-  const BuiltinToolsConfig config = ToolsConfig(st);
+  const tools::BuiltinToolsConfig config = ToolsConfig(st);
   LS_LOG_INFO("tool %s%s", tool.c_str(), stream ? " (streamed)" : "");
   if (!stream || tool != "exec_shell_command") {
-    Result<Json> result = RunBuiltinTool(config, tool, params, cwd);
+    Result<Json> result = tools::RunBuiltinTool(config, tool, params, cwd);
     if (!result.ok()) return SetStatusError(res, result.status());
     return res.set_content(Dump(*result), "application/json; charset=utf-8");
   }
@@ -64,7 +64,7 @@ void RunTool(ServerState& st, const httplib::Request& req, httplib::Response& re
       const std::string s = "data: " + Dump(j) + "\n\n";
       return sink.write(s.data(), s.size());
     };
-    const Json done = RunShellStreaming(config, params, cwd, [&](const std::string& chunk) {
+    const Json done = tools::RunShellStreaming(config, params, cwd, [&](const std::string& chunk) {
       return !st.stopping.load() && event(Json{{"chunk", chunk}});
     });
     event(done);

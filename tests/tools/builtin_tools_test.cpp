@@ -1,7 +1,7 @@
-// Built-in agent tools (server/builtin_tools.h): llama-server's shapes and results for each tool, and the
+// Built-in agent tools (tools/builtin_tools.h): llama-server's shapes and results for each tool, and the
 // confinement to the tools folder: "..", absolute paths, symlinks out (read, write, walk), a cwd outside;
 // exec_shell_command streamed, timed out, stopped by its consumer, and always reaped.
-#include "server/builtin_tools.h"
+#include "tools/builtin_tools.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace lazyslot::server {
+namespace lazyslot::tools {
 namespace {
 
 namespace fs = std::filesystem;
@@ -561,4 +561,4 @@ TEST_F(BuiltinTools, DatetimeAndInfo) {
 }
 
 }  // namespace
-}  // namespace lazyslot::server
+}  // namespace lazyslot::tools

@@ -1,6 +1,7 @@
 // Built-in agent tools (llama-server's --tools: read_file, file_glob_search, grep_search, exec_shell_command,
 // write_file, edit_file, get_datetime, get_info) with llama-server's request and result shapes, but every
-// file path confined to one folder (--tools-dir). The HTTP routes (GET/POST /tools) live elsewhere.
+// file path confined to one folder (--tools-dir). The tools layer: it needs only core, no HTTP; the routes
+// (GET/POST /tools) are the server layer's (server/routes_tools.cpp).
 #pragma once
 
 #include <cstddef>
@@ -12,9 +13,9 @@
 
 #include "core/status.h"
 
-namespace lazyslot::server {
+namespace lazyslot::tools {
 
-using Json = nlohmann::ordered_json;  // the same alias as server/openai_params.h
+using Json = nlohmann::ordered_json;  // the same type as server's Json (server/openai_params.h)
 
 struct BuiltinToolsConfig {
   std::vector<std::string> enabled;   // tool names, as ParseToolList returns them
@@ -53,4 +54,4 @@ Result<Json> RunBuiltinTool(const BuiltinToolsConfig& config, const std::string&
 Json RunShellStreaming(const BuiltinToolsConfig& config, const Json& params, const std::string& cwd_header,
                        const std::function<bool(const std::string& chunk)>& on_chunk);
 
-}  // namespace lazyslot::server
+}  // namespace lazyslot::tools
