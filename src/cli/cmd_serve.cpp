@@ -300,7 +300,8 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
                              (ec ? " (" + ec.message() + ")" : ""));
     }
     o.tools_dir = dir.string();
-    if (o.cors_origins.empty()) o.cors_origins = {"localhost"};  // as llama-server: browsers on this machine only
+    // As llama-server: with tools on, only browsers on this machine may call the server unless told otherwise.
+    if (o.cors_origins.empty()) o.cors_origins = {"localhost"};
     std::string names;
     for (const std::string& t : o.tools) names += (names.empty() ? "" : ",") + t;
     LS_LOG_WARN("built-in tools on (%s), confined to %s: anyone with access to this server may use them%s",
@@ -547,14 +548,15 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
                 "--no-webui / --no-ui: / answers 404");
   sub->add_option("--tools", f->tools,
                   "Experimental: llama-server's built-in tools for agents (GET/POST /tools): read_file, "
-                  "file_glob_search, grep_search, write_file, edit_file, get_datetime, get_info, or all of those; "
-                  "exec_shell_command only when named (a shell is not confined to --tools-dir). Sets "
+                  "file_glob_search, grep_search, write_file, edit_file, get_datetime, get_info, or all of "
+                  "those; exec_shell_command only when named (a shell is not confined to --tools-dir). Sets "
                   "--cors-origins to localhost unless given");
   sub->add_option("--tools-dir", f->tools_dir,
-                  "The folder every built-in tool's file paths must stay inside (default: the current directory)");
+                  "The folder every built-in tool's file paths must stay inside (default: the current "
+                  "directory)");
   sub->add_flag("--ui-mcp-proxy,--webui-mcp-proxy,!--no-ui-mcp-proxy,!--no-webui-mcp-proxy", o.ui_mcp_proxy,
-                "Experimental, off by default: GET/POST /cors-proxy?url= forwards the page's requests to other "
-                "servers (MCP servers without CORS), with only the headers the page names explicitly");
+                "Experimental, off by default: GET/POST /cors-proxy?url= forwards the page's requests to "
+                "other servers (MCP servers without CORS), with only the headers the page names explicitly");
   sub->add_flag("-v,--verbose", f->verbose, "Debug logging (per-request details such as grammar statistics)");
   sub->add_flag("--embeddings,--embedding", o.engine.embeddings,
                 "Serve embeddings: /v1/embeddings, /embedding, and TEI's /embed and /embed_all");

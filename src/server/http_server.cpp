@@ -124,7 +124,8 @@ std::string AllowedOrigin(const ServerOptions& o, const httplib::Request& req) {
   if (o.cors_origins.empty() || !req.has_header("Origin")) return "";
   const std::string origin = req.get_header_value("Origin");
   for (const std::string& allowed : o.cors_origins) {
-    if (allowed == "*" || allowed == origin || (allowed == "localhost" && IsLocalOrigin(origin))) return origin;
+    const bool local = allowed == "localhost" && IsLocalOrigin(origin);
+    if (allowed == "*" || allowed == origin || local) return origin;
   }
   return "";
 }

@@ -157,11 +157,13 @@ Json MemoryMonitor::Diff(const Json& before, const Json& after) {
         const uint64_t cb = U(sb[i], "committed"), ca = U(sa[i], "committed");
         if (ca < cb) {
           add(id, "trim",
-              "slot " + std::to_string(i) + " gave back " + MiB(cb - ca) + " (" + MiB(cb) + " -> " + MiB(ca) + ")");
+              "slot " + std::to_string(i) + " gave back " + MiB(cb - ca) + " (" + MiB(cb) + " -> " + MiB(ca) +
+                  ")");
         }
       }
     }
-    const bool released_b = b->value("weights_released", false), released_a = a.value("weights_released", false);
+    const bool released_b = b->value("weights_released", false),
+               released_a = a.value("weights_released", false);
     if (!released_b && released_a) add(id, "weights_released", "idle weights released from memory");
     if (released_b && !released_a) add(id, "weights_reloaded", "weights paged back in");
     if (const uint64_t n = U(a, "kv_parks") - std::min(U(a, "kv_parks"), U(*b, "kv_parks")); n > 0) {

@@ -13,14 +13,12 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace lazyslot::server {
-
 
 class MemoryMonitor {
  public:

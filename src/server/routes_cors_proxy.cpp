@@ -1,7 +1,8 @@
 // GET and POST /cors-proxy?url=<http(s) URL> (llama-server's --ui-mcp-proxy, off by default): forwards a
-// request from the web page to another server (an MCP server that sends no CORS headers) and streams its answer
-// back. Only headers the page names explicitly are forwarded, each as `x-llama-server-proxy-header-<name>`:
-// never the caller's Authorization, X-Api-Key, Cookie or Proxy-Authorization. 403 while off.
+// request from the web page to another server (an MCP server that sends no CORS headers) and streams its
+// answer back. Only headers the page names explicitly are forwarded, each as
+// `x-llama-server-proxy-header-<name>`: never the caller's Authorization, X-Api-Key, Cookie or
+// Proxy-Authorization. 403 while off.
 #include <condition_variable>
 #include <deque>
 #include <regex>
@@ -40,9 +41,9 @@ std::string Lower(std::string s) {
 // CORS headers (this server's are the page's).
 bool PassedBack(const std::string& name) {
   const std::string n = Lower(name);
-  static const char* const kRefused[] = {"connection", "keep-alive", "transfer-encoding", "content-length",
-                                         "content-encoding", "content-type", "set-cookie", "set-cookie2",
-                                         "proxy-authenticate", "trailer", "upgrade", "te"};
+  static const char* const kRefused[] = {
+      "connection", "keep-alive",  "transfer-encoding",  "content-length", "content-encoding", "content-type",
+      "set-cookie", "set-cookie2", "proxy-authenticate", "trailer",        "upgrade",          "te"};
   for (const char* r : kRefused) {
     if (n == r) return false;
   }
@@ -175,12 +176,10 @@ void Proxy(ServerState& st, const httplib::Request& req, httplib::Response& res,
 }  // namespace
 
 void RegisterCorsProxyRoutes(ServerState& st) {
-  st.http.Get("/cors-proxy", GuardRoute(st, [](ServerState& s, const httplib::Request& req, httplib::Response& res) {
-                Proxy(s, req, res, "GET");
-              }));
-  st.http.Post("/cors-proxy", GuardRoute(st, [](ServerState& s, const httplib::Request& req, httplib::Response& res) {
-                 Proxy(s, req, res, "POST");
-               }));
+  st.http.Get("/cors-proxy", GuardRoute(st, [](ServerState& s, const httplib::Request& req,
+                                               httplib::Response& res) { Proxy(s, req, res, "GET"); }));
+  st.http.Post("/cors-proxy", GuardRoute(st, [](ServerState& s, const httplib::Request& req,
+                                                httplib::Response& res) { Proxy(s, req, res, "POST"); }));
 }
 
 }  // namespace lazyslot::server

@@ -59,10 +59,11 @@ void EngineFigures(const Engine& engine, Json& m) {
 // One sample's figures now (no "seq" or "events": the monitor adds those).
 Json Measure(ServerState& st) {
   const vm::ProcessMemory p = vm::ReadProcessMemory();
-  Json sample = {{"t", UnixMs()},
-                 {"process",
-                  {{"rss", p.rss}, {"rss_anon", p.rss_anon}, {"rss_file", p.rss_file}, {"rss_shmem", p.rss_shmem}}},
-                 {"memory_budget", nullptr}};
+  Json sample = {
+      {"t", UnixMs()},
+      {"process",
+       {{"rss", p.rss}, {"rss_anon", p.rss_anon}, {"rss_file", p.rss_file}, {"rss_shmem", p.rss_shmem}}},
+      {"memory_budget", nullptr}};
   Json models = Json::array();
   if (st.router) {
     const BudgetInfo budget = st.router->budget();
@@ -84,7 +85,9 @@ Json Measure(ServerState& st) {
   return sample;
 }
 
-std::string Event(const char* name, const Json& data) { return std::string("event: ") + name + "\ndata: " + Dump(data) + "\n\n"; }
+std::string Event(const char* name, const Json& data) {
+  return std::string("event: ") + name + "\ndata: " + Dump(data) + "\n\n";
+}
 
 void Stream(ServerState& st, const httplib::Request& req, httplib::Response& res) {
   MemoryMonitor* monitor = st.memory_monitor.get();

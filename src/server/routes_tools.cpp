@@ -1,6 +1,7 @@
-// GET /tools (the enabled built-in tools' definitions) and POST /tools {"tool", "params", "stream"} (run one),
-// as llama-server's --tools; 403 while no tool is enabled. The tools themselves, each confined to --tools-dir,
-// are src/tools/'s. A streamed exec_shell_command answers Server-Sent Events {"chunk"} then {"done"}.
+// GET /tools (the enabled built-in tools' definitions) and POST /tools {"tool", "params", "stream"} (run
+// one), as llama-server's --tools; 403 while no tool is enabled. The tools themselves, each confined to
+// --tools-dir, are src/tools/'s. A streamed exec_shell_command answers Server-Sent Events {"chunk"} then
+// {"done"}.
 #include "core/log.h"
 #include "server/errors.h"
 #include "server/request_body.h"
@@ -34,7 +35,8 @@ void RunTool(ServerState& st, const httplib::Request& req, httplib::Response& re
   if (!body) return;
   for (const auto& [key, value] : body->items()) {
     if (key != "tool" && key != "params" && key != "stream") {
-      return SetError(res, 400, "unknown field '" + key + "' (POST /tools takes tool, params and stream)", key);
+      return SetError(res, 400, "unknown field '" + key + "' (POST /tools takes tool, params and stream)",
+                      key);
     }
   }
   if (!body->contains("tool") || !(*body)["tool"].is_string()) {
@@ -59,18 +61,19 @@ void RunTool(ServerState& st, const httplib::Request& req, httplib::Response& re
     return SetError(res, 404, "tool '" + tool + "' is not enabled (--tools)", "tool");
   }
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [config, params, cwd, &st](size_t, httplib::DataSink& sink) {
-    auto event = [&sink](const Json& j) {
-      const std::string s = "data: " + Dump(j) + "\n\n";
-      return sink.write(s.data(), s.size());
-    };
-    const Json done = tools::RunShellStreaming(config, params, cwd, [&](const std::string& chunk) {
-      return !st.stopping.load() && event(Json{{"chunk", chunk}});
-    });
-    event(done);
-    sink.done();
-    return true;
-  });
+  res.set_chunked_content_provider(
+      "text/event-stream", [config, params, cwd, &st](size_t, httplib::DataSink& sink) {
+        auto event = [&sink](const Json& j) {
+          const std::string s = "data: " + Dump(j) + "\n\n";
+          return sink.write(s.data(), s.size());
+        };
+        const Json done = tools::RunShellStreaming(config, params, cwd, [&](const std::string& chunk) {
+          return !st.stopping.load() && event(Json{{"chunk", chunk}});
+        });
+        event(done);
+        sink.done();
+        return true;
+      });
 }
 
 }  // namespace

@@ -4,9 +4,9 @@
 #include "server/webui.h"
 
 #include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <cstdio>
 #include <mutex>
 
 #include "core/hash.h"

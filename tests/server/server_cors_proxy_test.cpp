@@ -44,13 +44,16 @@ class Target {
       });
     });
     thread_ = std::thread([this] { http_.listen("127.0.0.1", port_); });
-    for (int i = 0; i < 500 && !http_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    for (int i = 0; i < 500 && !http_.is_running(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ~Target() {
     http_.stop();
     thread_.join();
   }
-  std::string Url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
+  std::string Url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + path;
+  }
   // The captured header `name` (any case), or "<absent>".
   std::string Captured(const std::string& name) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -87,11 +90,11 @@ TEST(CorsProxy, ForwardsOnlyExplicitHeaders) {
   START_SERVER(srv, {"-m", SharedPath(kStories), "--ui-mcp-proxy", "--api-key", "proxy-key"});
   Target target;
   EXPECT_EQ(srv->Get(Proxied(target.Url("/capture"))).status, 401) << "the proxy needs the key";
-  const HttpResult r = srv->Get(Proxied(target.Url("/capture")),
-                                {"Authorization: Bearer proxy-key", "Proxy-Authorization: Basic secret",
-                                 "X-Api-Key: proxy-key", "Cookie: session=secret",
-                                 "x-llama-server-proxy-header-accept: application/json",
-                                 "X-Llama-Server-Proxy-Header-Authorization: Bearer explicit"});
+  const HttpResult r = srv->Get(
+      Proxied(target.Url("/capture")),
+      {"Authorization: Bearer proxy-key", "Proxy-Authorization: Basic secret", "X-Api-Key: proxy-key",
+       "Cookie: session=secret", "x-llama-server-proxy-header-accept: application/json",
+       "X-Llama-Server-Proxy-Header-Authorization: Bearer explicit"});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body, "ok");
   EXPECT_EQ(target.Captured("Accept"), "application/json");
@@ -130,8 +133,8 @@ TEST(CorsProxy, RefusesBadTargetsClearly) {
   REQUIRE_SHARED_FILE(kStories);
   START_SERVER(srv, {"-m", SharedPath(kStories), "--ui-mcp-proxy"});
   EXPECT_EQ(srv->Get("/cors-proxy").status, 400);
-  for (const char* url : {"ftp://127.0.0.1/x", "file:///etc/passwd", "http://user:pw@127.0.0.1/x", "http:///x",
-                          "/etc/passwd"}) {
+  for (const char* url : {"ftp://127.0.0.1/x", "file:///etc/passwd", "http://user:pw@127.0.0.1/x",
+                          "http:///x", "/etc/passwd"}) {
     const HttpResult r = srv->Get(Proxied(url));
     EXPECT_EQ(r.status, 400) << url << ": " << r.body;
     EXPECT_EQ(r.Json()["error"]["param"], "url") << r.body;
@@ -161,8 +164,9 @@ TEST(CorsProxy, CorsOriginsLocalhost) {
               std::string::npos)
         << origin;
   }
-  for (const char* origin : {"http://web.mydomain.fr", "http://evil.com", "http://notlocalhost",
-                             "http://localhost.evil.com", "http://127.0.0.1.evil.com", "http://localhost:80x"}) {
+  for (const char* origin :
+       {"http://web.mydomain.fr", "http://evil.com", "http://notlocalhost", "http://localhost.evil.com",
+        "http://127.0.0.1.evil.com", "http://localhost:80x"}) {
     EXPECT_EQ(Preflight(*srv, origin).find("access-control-allow-origin"), std::string::npos) << origin;
   }
 }

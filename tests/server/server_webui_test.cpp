@@ -44,9 +44,10 @@ void RequireNode(bool browser) {
 // Runs a script of tests/webui with `env` ("NAME=value ..."); its output goes to the test log.
 void RunScript(const std::string& script, const std::string& env, const ServerProcess* srv = nullptr) {
   std::string out;
-  const int rc = RunShell("cd " + ShellQuote(WebUiTestDir()) + " && WEBUI_ARTIFACTS=" + ShellQuote(Artifacts()) +
-                              " " + env + " timeout 300 node " + script,
-                          &out);
+  const int rc =
+      RunShell("cd " + ShellQuote(WebUiTestDir()) + " && WEBUI_ARTIFACTS=" + ShellQuote(Artifacts()) + " " +
+                   env + " timeout 300 node " + script,
+               &out);
   std::fprintf(stderr, "%s", out.c_str());
   EXPECT_EQ(rc, 0) << out << (srv ? "\nserver log:\n" + srv->Log() : std::string());
 }
@@ -116,7 +117,8 @@ TEST(WebUi, PublicUnderAnApiKeyAndOffWithNoWebui) {
 TEST(WebUi, MemoryReportsTheProcessAndEachSlot) {
   REQUIRE_SHARED_FILE(kQwenVocab);
   START_SERVER(srv, {"-m", SharedPath(kQwenVocab), "-np", "2", "-c", "8192"});
-  ASSERT_EQ(srv->Post("/completion", {{"prompt", "hello world"}, {"n_predict", 4}, {"id_slot", 1}}).status, 200);
+  ASSERT_EQ(srv->Post("/completion", {{"prompt", "hello world"}, {"n_predict", 4}, {"id_slot", 1}}).status,
+            200);
   const HttpResult r = srv->Get("/memory");
   ASSERT_EQ(r.status, 200) << r.body;
   const json j = r.Json();
@@ -167,10 +169,15 @@ TEST(WebUi, MemoryStreamSendsHistoryThenSamplesWithEvents) {
   EXPECT_EQ(first_commits, 1) << body;
 }
 
-json Sample(uint64_t t, const std::string& status, uint64_t kv, std::vector<uint64_t> slots, uint64_t idle = 0,
-            bool weights_released = false) {
-  json m = {{"id", "m"}, {"status", status}, {"kv_committed", kv}, {"idle_releases", idle},
-            {"weights_released", weights_released}, {"kv_parks", 0}, {"kv_resumes", 0}};
+json Sample(uint64_t t, const std::string& status, uint64_t kv, std::vector<uint64_t> slots,
+            uint64_t idle = 0, bool weights_released = false) {
+  json m = {{"id", "m"},
+            {"status", status},
+            {"kv_committed", kv},
+            {"idle_releases", idle},
+            {"weights_released", weights_released},
+            {"kv_parks", 0},
+            {"kv_resumes", 0}};
   m["slots"] = json::array();
   for (uint64_t c : slots) m["slots"].push_back({{"committed", c}});
   return {{"t", t}, {"models", json::array({m})}};
@@ -187,20 +194,26 @@ TEST(WebUi, MemoryEventsComeFromConsecutiveSamples) {
   using V = std::vector<std::string>;
   EXPECT_EQ(Kinds(MemoryMonitor::Diff(Sample(1, "loaded", 0, {0, 0}), Sample(2, "loaded", 8192, {8192, 0}))),
             V{"first_commit"});
-  EXPECT_EQ(Kinds(MemoryMonitor::Diff(Sample(1, "loaded", 8192, {8192, 0}), Sample(2, "loaded", 12288, {8192, 4096}))),
+  EXPECT_EQ(Kinds(MemoryMonitor::Diff(Sample(1, "loaded", 8192, {8192, 0}),
+                                      Sample(2, "loaded", 12288, {8192, 4096}))),
             V{});
-  EXPECT_EQ(Kinds(MemoryMonitor::Diff(Sample(1, "loaded", 12288, {8192, 4096}), Sample(2, "loaded", 8192, {4096, 4096}))),
+  EXPECT_EQ(Kinds(MemoryMonitor::Diff(Sample(1, "loaded", 12288, {8192, 4096}),
+                                      Sample(2, "loaded", 8192, {4096, 4096}))),
             V{"trim"});
   // An idle release is one event, not a trim per slot.
-  EXPECT_EQ(Kinds(MemoryMonitor::Diff(Sample(1, "loaded", 8192, {4096, 4096}), Sample(2, "loaded", 0, {0, 0}, 1))),
-            V{"idle_release"});
+  EXPECT_EQ(
+      Kinds(MemoryMonitor::Diff(Sample(1, "loaded", 8192, {4096, 4096}), Sample(2, "loaded", 0, {0, 0}, 1))),
+      V{"idle_release"});
   EXPECT_EQ(Kinds(MemoryMonitor::Diff(Sample(1, "loaded", 0, {0}), Sample(2, "loaded", 0, {0}, 0, true))),
             V{"weights_released"});
   EXPECT_EQ(Kinds(MemoryMonitor::Diff(Sample(1, "loaded", 0, {0}, 0, true), Sample(2, "loaded", 0, {0}))),
             V{"weights_reloaded"});
-  EXPECT_EQ(Kinds(MemoryMonitor::Diff(Sample(1, "unloaded", 0, {}), Sample(2, "loaded", 0, {0}))), V{"model_loaded"});
-  EXPECT_EQ(Kinds(MemoryMonitor::Diff(Sample(1, "loaded", 0, {0}), Sample(2, "unloaded", 0, {}))), V{"model_unloaded"});
-  EXPECT_EQ(Kinds(MemoryMonitor::Diff(Sample(1, "loaded", 0, {0}), Sample(2, "sleeping", 0, {}))), V{"model_sleeping"});
+  EXPECT_EQ(Kinds(MemoryMonitor::Diff(Sample(1, "unloaded", 0, {}), Sample(2, "loaded", 0, {0}))),
+            V{"model_loaded"});
+  EXPECT_EQ(Kinds(MemoryMonitor::Diff(Sample(1, "loaded", 0, {0}), Sample(2, "unloaded", 0, {}))),
+            V{"model_unloaded"});
+  EXPECT_EQ(Kinds(MemoryMonitor::Diff(Sample(1, "loaded", 0, {0}), Sample(2, "sleeping", 0, {}))),
+            V{"model_sleeping"});
   const json e = MemoryMonitor::Diff(Sample(1, "loaded", 0, {0}), Sample(7, "loaded", 1048576, {1048576}))[0];
   EXPECT_EQ(e["t"], 7);
   EXPECT_EQ(e["model"], "m");
@@ -236,7 +249,8 @@ TEST(WebUiBrowser, StreamStopMemoryAndAServerThatDies) {
   if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
   START_SERVER(srv, {"-m", SharedPath(kQwenVocab), "-c", "16384", "--idle-timeout", "2"});
   RunScript("webui_stream_test.mjs",
-            "LAZYSLOT_URL=" + ShellQuote(srv->Url("/")) + " LAZYSLOT_PID=" + std::to_string(srv->pid()), srv.get());
+            "LAZYSLOT_URL=" + ShellQuote(srv->Url("/")) + " LAZYSLOT_PID=" + std::to_string(srv->pid()),
+            srv.get());
 }
 
 TEST(WebUiBrowser, RouterModelPickerLoadsOnPick) {
@@ -267,7 +281,8 @@ TEST(WebUiBrowser, BuiltinToolsConfinedToTheirFolder) {
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "marker.txt") << "MARKER-7d1f\n";
   std::ofstream(outer / "secret.txt") << "SECRET-3a9c\n";
-  START_SERVER(srv, {"-m", SharedPath(kStories), "--tools", "read_file,file_glob_search", "--tools-dir", dir.string()});
+  START_SERVER(srv, {"-m", SharedPath(kStories), "--tools", "read_file,file_glob_search", "--tools-dir",
+                     dir.string()});
   RunScript("webui_tools_test.mjs", "LAZYSLOT_URL=" + ShellQuote(srv->Url("/")), srv.get());
 }
 
@@ -277,8 +292,8 @@ TEST(WebUiBrowser, McpServerThroughTheProxy) {
   RequireNode(true);
   if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
   START_SERVER(srv, {"-m", SharedPath(kStories), "--ui-mcp-proxy", "--api-key", "mcp-page-key"});
-  RunScript("webui_mcp_test.mjs", "LAZYSLOT_URL=" + ShellQuote(srv->Url("/")) + " LAZYSLOT_API_KEY=mcp-page-key",
-            srv.get());
+  RunScript("webui_mcp_test.mjs",
+            "LAZYSLOT_URL=" + ShellQuote(srv->Url("/")) + " LAZYSLOT_API_KEY=mcp-page-key", srv.get());
 }
 
 }  // namespace
