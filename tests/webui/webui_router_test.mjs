@@ -21,6 +21,10 @@ try {
     ids = await page.locator('#model-select option').evaluateAll((os) => os.map((o) => o.value));
     const labels = await page.locator('#model-select option').allTextContents();
     if (!labels.every((l) => /\((unloaded|loaded|sleeping|loading)\)$/.test(l))) fail(`labels without status: ${labels}`);
+    await page.waitForSelector('body[data-ready="1"]', { timeout: 10000 });
+    for (const id of ids) {
+      if ((await status(id)) !== 'unloaded') fail(`opening the page loaded ${id}`);
+    }
   });
 
   await step('picking a model that is not loaded loads it', async () => {

@@ -149,13 +149,20 @@ function renderModelState() {
   $('#model-state').dataset.status = m ? modelStatus(m) : '';
 }
 
+// The model's /props. In router mode with ?autoload=false: opening the page must not load a model (only a
+// pick does), so a model that is not loaded has no props yet (400 or 503).
 async function loadProps() {
-  const q = state.router ? `?model=${encodeURIComponent(state.model)}` : '';
+  const q = state.router ? `?model=${encodeURIComponent(state.model)}&autoload=false` : '';
+  const m = state.models.find((x) => x.id === state.model);
+  if (state.router && (!m || modelStatus(m) !== 'loaded')) {
+    state.props = null;
+    return;
+  }
   try {
     state.props = await withKey(() => api(`/props${q}`));
   } catch (e) {
     state.props = null;
-    if (!(e instanceof ApiError && e.status === 503)) throw e;  // a router model not loaded yet
+    if (!(e instanceof ApiError && (e.status === 503 || (state.router && e.status === 400)))) throw e;
   }
 }
 
