@@ -40,6 +40,7 @@ struct ServeFlags {
   std::string chat_template;
   std::string chat_template_file;
   bool jinja = false;    // accepted for llama-server compatibility: templates are always Jinja here
+  bool no_jinja = false;  // llama-server's legacy, non-Jinja formatting: not implemented, said at start
   bool metrics = false;  // accepted for compatibility: /metrics is always on
   std::string kv_budget;
   std::string kv_park_max;
@@ -285,6 +286,10 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
     }
     o.cors_origins.push_back(origin);
     start = comma + 1;
+  }
+  if (f->no_jinja) {
+    LS_LOG_WARN("--no-jinja: lazyslot always renders the chat template as Jinja (the model's, or "
+                "--chat-template's); llama-server's built-in non-Jinja formats are not implemented");
   }
   if (!f->tools.empty()) {
     Result<std::vector<std::string>> parsed = tools::ParseToolList(f->tools);
@@ -648,6 +653,9 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
   sub->add_flag("--jinja", f->jinja, "Accepted for llama-server compatibility (templates are always Jinja)");
+  sub->add_flag("--no-jinja", f->no_jinja,
+                "Accepted for llama-server compatibility with a warning: the model's Jinja template is still "
+                "used (llama-server's built-in non-Jinja formats are not implemented)");
   sub->add_flag("--metrics", f->metrics, "Accepted for llama-server compatibility (/metrics is always on)");
   sub->footer(
       "llama-server spellings also accepted: -np N (= --parallel N), -ctk/-ctv T (= --cache-type-k/v T),\n"

@@ -24,6 +24,20 @@ TEST(ServerDropIn, IgnoreEosShowsInLogitBias) {
   EXPECT_TRUE(off["generation_settings"]["logit_bias"].empty()) << off["generation_settings"].dump();
 }
 
+// llama-server's --jinja (the default here) and --no-jinja (its legacy formats: not implemented, so the
+// model's template is still used and the log says so) start the server; a chat still answers.
+TEST(ServerDropIn, JinjaFlagsAreAcceptedAndNoJinjaSaysWhatItDoes) {
+  REQUIRE_SHARED_FILE(kStories);
+  for (const char* flag : {"--jinja", "--no-jinja"}) {
+    START_SERVER(srv, {"-m", SharedPath(kStories), flag});
+    const HttpResult r = srv->Post("/v1/chat/completions",
+                                   {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}});
+    EXPECT_EQ(r.status, 200) << flag << ": " << r.body;
+    const bool warned = srv->Log().find("--no-jinja: lazyslot always renders") != std::string::npos;
+    EXPECT_EQ(warned, std::string(flag) == "--no-jinja") << srv->Log();
+  }
+}
+
 TEST(ServerDropIn, InfillWithoutFimTokensIs501) {
   REQUIRE_SHARED_FILE(kStories);
   START_SERVER(srv, {"-m", SharedPath(kStories)});
