@@ -87,6 +87,10 @@ try {
     if (!res.ok) fail(`the long request failed: ${res.status} ${await res.text()}`);
     await page.waitForFunction(() => Number(document.querySelector('#mem-kv')?.dataset.bytes) > 0, null, { timeout: 10000 });
     const high = await kv();
+    const row = page.locator('#slot-table tr[data-slot="0"]');
+    if ((await row.count()) !== 1) fail('no row for slot 0 in the slot table');
+    const tokens = await row.locator('td').nth(3).innerText();
+    if (!/^[1-9][\d,]* \/ 16,384$/.test(tokens)) fail(`slot 0 holds '${tokens}' tokens`);
     const series = page.locator('#chart-kv-0 [data-series="slot0"]');
     if (Number(await series.getAttribute('data-last')) <= 0) fail('the KV chart did not rise');
     await page.waitForSelector('#event-log li[data-kind="first_commit"]', { timeout: 5000 });

@@ -168,6 +168,7 @@ export class MemoryView {
     }).update(rates, marks);
 
     this.drawSummary(last);
+    this.drawSlots(last);
     this.drawEvents();
   }
 
@@ -193,6 +194,31 @@ export class MemoryView {
       el.append(v, l);
       return el;
     }));
+  }
+
+  // One row per slot of each loaded model: what it holds now, in tokens and in bytes.
+  drawSlots(s) {
+    const table = this.root.querySelector('#slot-table');
+    if (!table) return;
+    const rows = [];
+    for (const m of s.models) {
+      for (const slot of m.slots || []) {
+        const tr = document.createElement('tr');
+        tr.dataset.model = m.id;
+        tr.dataset.slot = String(slot.id);
+        tr.dataset.busy = slot.busy ? '1' : '0';
+        const cells = [m.id, String(slot.id), slot.busy ? 'busy' : 'idle',
+                       `${slot.n_tokens.toLocaleString()} / ${slot.n_ctx.toLocaleString()}`,
+                       formatBytes(slot.committed), slot.shared ? formatBytes(slot.shared) : '-'];
+        for (const text of cells) {
+          const td = document.createElement('td');
+          td.textContent = text;
+          tr.append(td);
+        }
+        rows.push(tr);
+      }
+    }
+    table.querySelector('tbody').replaceChildren(...rows);
   }
 
   drawEvents() {
