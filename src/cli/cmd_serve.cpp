@@ -266,6 +266,17 @@ ModelOverrides CommandLineOverrides(const ServeFlags& f) {
   return m;
 }
 
+// The browser origins allowed without --cors-origins (docs/llama-server-compat.md, "CORS"). llama-server allows
+// any origin ("*", credentials too) unless built-in tools or MCP servers are on, then "localhost", and warns
+// when "*" meets no API key. Here "*" only with an API key (a page from anywhere still needs it); without one,
+// or with --tools or --ui-mcp-proxy (the server's files, or a proxy into its network), "localhost": any port of
+// localhost, 127.0.0.1 and [::1], so local apps work and remote pages cannot use the server as the visitor.
+void DefaultCorsOrigins(server::ServerOptions* o) {
+  if (!o->cors_origins.empty()) return;
+  const bool local = o->api_keys.empty() || !o->tools.empty() || o->ui_mcp_proxy;
+  o->cors_origins = {local ? "localhost" : "*"};
+}
+
 Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
   if (f->verbose) SetLogLevel(LogLevel::kDebug);
   LS_RETURN_IF_ERROR(ReadLlamaStyleExtras(extras, f));
@@ -305,8 +316,7 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
                              (ec ? " (" + ec.message() + ")" : ""));
     }
     o.tools_dir = dir.string();
-    // As llama-server: with tools on, only browsers on this machine may call the server unless told otherwise.
-    if (o.cors_origins.empty()) o.cors_origins = {"localhost"};
+
     std::string names;
     for (const std::string& t : o.tools) names += (names.empty() ? "" : ",") + t;
     LS_LOG_WARN("built-in tools on (%s), confined to %s: anyone with access to this server may use them%s",
@@ -328,6 +338,7 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
     LS_ASSIGN_OR_RETURN(std::vector<std::string> keys, server::ReadApiKeyFile(f->api_key_file));
     o.api_keys.insert(o.api_keys.end(), keys.begin(), keys.end());
   }
+  DefaultCorsOrigins(&o);
   if (!f->kv_park_max.empty()) {
     LS_ASSIGN_OR_RETURN(o.engine.kv_park_max, ParseSize("--kv-park-max", f->kv_park_max));
   }

@@ -4,6 +4,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -142,23 +143,24 @@ void InstallHooks(ServerState& st) {
     const std::string origin = AllowedOrigin(st.opts, req);
     if (!origin.empty()) {
       res.set_header("Access-Control-Allow-Origin", origin);
+      res.set_header("Access-Control-Allow-Credentials", "true");
       res.set_header("Vary", "Origin");
       res.set_header("Access-Control-Expose-Headers", "Retry-After");
     }
-    if (req.method == "OPTIONS") {  // a CORS preflight: answered without the API key
-      if (origin.empty()) {
-        SetError(res, 403,
-                 "CORS: origin '" + req.get_header_value("Origin") +
-                     "' is not allowed (start the server with --cors-origins)");
-        return httplib::Server::HandlerResponse::Handled;
+    if (req.method == "OPTIONS") {
+      // A CORS preflight, answered 200 without the API key as llama-server does. An origin that is not
+      // allowed gets no CORS headers, so the browser refuses the call. The headers asked for are echoed: a
+      // wildcard (llama-server's "*") never covers Authorization in a browser.
+      res.status = 200;
+      if (!origin.empty()) {
+        res.set_header("Access-Control-Allow-Credentials", "true");
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+        res.set_header("Access-Control-Allow-Headers",
+                       req.has_header("Access-Control-Request-Headers")
+                           ? req.get_header_value("Access-Control-Request-Headers")
+                           : "Authorization, Content-Type, X-Api-Key");
+        res.set_header("Access-Control-Max-Age", "86400");
       }
-      res.status = 204;
-      res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-      res.set_header("Access-Control-Allow-Headers",
-                     req.has_header("Access-Control-Request-Headers")
-                         ? req.get_header_value("Access-Control-Request-Headers")
-                         : "Authorization, Content-Type, X-Api-Key");
-      res.set_header("Access-Control-Max-Age", "86400");
       return httplib::Server::HandlerResponse::Handled;
     }
     if (RejectingThisConnection()) {
@@ -365,6 +367,17 @@ Status HttpServer::Run() {
   if (!st.opts.api_keys.empty()) {
     LS_LOG_INFO("API key required (%zu key(s)%s)", st.opts.api_keys.size(),
                 st.opts.metrics_no_auth ? ", /metrics public" : "");
+  }
+  if (!st.opts.cors_origins.empty()) {
+    std::string list;
+    for (const std::string& o : st.opts.cors_origins) list += (list.empty() ? "" : ", ") + o;
+    LS_LOG_INFO("CORS: browser pages from %s may call this server (--cors-origins)", list.c_str());
+    const bool any = std::find(st.opts.cors_origins.begin(), st.opts.cors_origins.end(), "*") !=
+                     st.opts.cors_origins.end();
+    if (any && st.opts.api_keys.empty()) {
+      LS_LOG_WARN("CORS allows every origin and no API key is set: any web page a visitor of this machine opens "
+                  "can use this server (set --api-key, or --cors-origins localhost)");
+    }
   }
   char timeout[32] = "none";
   if (st.opts.request_timeout_s > 0) {
