@@ -41,6 +41,9 @@ try {
   await step('a message goes to the picked model', async () => {
     const requests = [];
     page.on('request', (r) => { if (r.url().endsWith('/v1/chat/completions')) requests.push(JSON.parse(r.postData())); });
+    await page.click('#open-settings');
+    await page.fill('#set-max_tokens', '16');
+    await page.click('#settings-save');
     await page.fill('#prompt', 'Once upon a time');
     await page.click('#send');
     await page.waitForSelector('body[data-streaming="0"] .msg.role-assistant', { timeout: 30000 });
