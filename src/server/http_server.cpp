@@ -104,7 +104,6 @@ Status CreateRouter(ServerState& st) {
   return Status::Ok();
 }
 
-// CORS: the allowed origin echoed for a request from one of --cors-origins ("*" allows any); empty if none.
 // "localhost" in --cors-origins: an http or https origin on this machine's names, any port.
 bool IsLocalOrigin(const std::string& origin) {
   for (const char* scheme : {"http://", "https://"}) {
@@ -121,6 +120,7 @@ bool IsLocalOrigin(const std::string& origin) {
   return false;
 }
 
+// CORS: the allowed origin echoed for a request from one of --cors-origins ("*" allows any); empty if none.
 std::string AllowedOrigin(const ServerOptions& o, const httplib::Request& req) {
   if (o.cors_origins.empty() || !req.has_header("Origin")) return "";
   const std::string origin = req.get_header_value("Origin");
@@ -152,8 +152,7 @@ void InstallHooks(ServerState& st) {
       // allowed gets no CORS headers, so the browser refuses the call. The headers asked for are echoed: a
       // wildcard (llama-server's "*") never covers Authorization in a browser.
       res.status = 200;
-      if (!origin.empty()) {
-        res.set_header("Access-Control-Allow-Credentials", "true");
+      if (!origin.empty()) {  // Access-Control-Allow-Origin and -Credentials are set above, once
         res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
         res.set_header("Access-Control-Allow-Headers",
                        req.has_header("Access-Control-Request-Headers")
