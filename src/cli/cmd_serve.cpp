@@ -41,6 +41,7 @@ struct ServeFlags {
   std::string chat_template_file;
   bool jinja = false;    // accepted for llama-server compatibility: templates are always Jinja here
   bool no_jinja = false;  // llama-server's legacy, non-Jinja formatting: not implemented, said at start
+  int ubatch = 0;         // -ub/--ubatch-size (llama-server's physical batch); 0: not given
   bool metrics = false;  // accepted for compatibility: /metrics is always on
   std::string kv_budget;
   std::string kv_park_max;
@@ -200,6 +201,10 @@ Status ReadLlamaStyleExtras(const std::vector<std::string>& extras, ServeFlags* 
       LS_RETURN_IF_ERROR(value(&f->cache_type_v));
     } else if (a == "-fa") {
       LS_RETURN_IF_ERROR(value(&f->flash_attn));
+    } else if (a == "-ub") {  // declared here, not to CLI11, which would read "-ub" as "-u b"
+      LS_RETURN_IF_ERROR(value(&v));
+      LS_RETURN_IF_ERROR(ParseInt(a, v, &f->ubatch));
+      if (f->ubatch < 1) return InvalidArgument("-ub: must be at least 1, got '" + v + "'");
     } else if (a == "-kvu") {
       f->opts.engine.kv_unified = true;
     } else if (a == "-no-kvu") {
@@ -298,6 +303,9 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
     o.cors_origins.push_back(origin);
     start = comma + 1;
   }
+  // llama-server computes a --batch-size pass in --ubatch-size pieces, and an encoder's input must fit one
+  // piece; lazyslot's single batch size takes the smaller of the two.
+  if (f->ubatch > 0 && f->ubatch < o.engine.n_batch) o.engine.n_batch = f->ubatch;
   if (f->no_jinja) {
     LS_LOG_WARN("--no-jinja: lazyslot always renders the chat template as Jinja (the model's, or "
                 "--chat-template's); llama-server's built-in non-Jinja formats are not implemented");
@@ -485,6 +493,10 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
   sub->add_option("-b,--batch-size", o.engine.n_batch,
                   "Most tokens per forward pass; longer prompts go in chunks")
       ->capture_default_str();
+  sub->add_option("--ubatch-size", f->ubatch,
+                  "llama-server's physical batch (also -ub N): lazyslot has one batch size, the smaller of "
+                  "--batch-size and this one")
+      ->check(CLI::Range(1, 1 << 30));
   sub->add_option(
          "--n-predict", o.n_predict,
          "Tokens a request generates when it sets no max_tokens (-1: until the end or a full context; "

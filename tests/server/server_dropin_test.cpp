@@ -38,6 +38,19 @@ TEST(ServerDropIn, JinjaFlagsAreAcceptedAndNoJinjaSaysWhatItDoes) {
   }
 }
 
+// llama-server's -ub/--ubatch-size: lazyslot's one batch size is the smaller of -b and -ub.
+TEST(ServerDropIn, UbatchSizeBoundsTheBatch) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(small, {"-m", SharedPath(kStories), "-b", "256", "-ub", "64"});
+  EXPECT_EQ(small->Get("/props").Json()["n_batch"], 64);
+  EXPECT_EQ(small->Post("/completion", {{"prompt", std::string(600, 'a')}, {"n_predict", 2}}).status, 200)
+      << "a prompt longer than the batch goes in passes";
+  START_SERVER(large, {"-m", SharedPath(kStories), "-b", "256", "--ubatch-size", "1024"});
+  EXPECT_EQ(large->Get("/props").Json()["n_batch"], 256);
+  std::string error;
+  EXPECT_EQ(ServerProcess::Start({"-m", SharedPath(kStories), "-ub", "0"}, &error), nullptr);
+}
+
 TEST(ServerDropIn, InfillWithoutFimTokensIs501) {
   REQUIRE_SHARED_FILE(kStories);
   START_SERVER(srv, {"-m", SharedPath(kStories)});
