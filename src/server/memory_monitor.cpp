@@ -93,13 +93,15 @@ std::vector<Json> MemoryMonitor::NewerThan(uint64_t* seq, std::chrono::milliseco
   return out;
 }
 
-Json MemoryMonitor::History(uint64_t* seq) {
+Json MemoryMonitor::History(uint64_t* seq, bool with_samples) {
   std::lock_guard<std::mutex> lock(mu_);
   Json samples = Json::array(), events = Json::array();
-  for (const Json& s : samples_) {
-    Json copy = s;
-    copy.erase("events");  // every event is in `events`
-    samples.push_back(std::move(copy));
+  if (with_samples) {
+    for (const Json& s : samples_) {
+      Json copy = s;
+      copy.erase("events");  // every event is in `events`
+      samples.push_back(std::move(copy));
+    }
   }
   for (const Json& e : events_) events.push_back(e);
   *seq = seq_;

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -38,8 +37,9 @@ class MemoryMonitor {
   void Unwatch();
   // Samples newer than *seq (each with its events), waiting up to `timeout` for one; *seq advances.
   std::vector<nlohmann::json> NewerThan(uint64_t* seq, std::chrono::milliseconds timeout);
-  // {"samples": [...], "events": [...]}: the history kept, oldest first; *seq is set to the newest.
-  nlohmann::json History(uint64_t* seq);
+  // {"samples": [...], "events": [...]}: the history kept, oldest first (samples empty unless with_samples);
+  // *seq is set to the newest sample's.
+  nlohmann::json History(uint64_t* seq, bool with_samples);
   // Keeps the sampler running a minute more (a poller of GET /memory is a watcher too).
   void Touch();
   void Stop();  // ends the sampler for good (before the engines go)

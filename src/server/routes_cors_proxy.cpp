@@ -3,6 +3,8 @@
 // answer back. Only headers the page names explicitly are forwarded, each as
 // `x-llama-server-proxy-header-<name>`: never the caller's Authorization, X-Api-Key, Cookie or
 // Proxy-Authorization. 403 while off.
+#include <strings.h>
+
 #include <condition_variable>
 #include <deque>
 #include <regex>
@@ -31,23 +33,17 @@ struct Upstream {
   size_t buffered = 0;
 };
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // Upstream response headers the page gets (an MCP server's Mcp-Session-Id, say): not the connection's own,
 // not the body's framing (this server frames it again), never cookies (they would be set for this origin) nor
 // CORS headers (this server's are the page's).
 bool PassedBack(const std::string& name) {
-  const std::string n = Lower(name);
   static const char* const kRefused[] = {
       "connection", "keep-alive",  "transfer-encoding",  "content-length", "content-encoding", "content-type",
       "set-cookie", "set-cookie2", "proxy-authenticate", "trailer",        "upgrade",          "te"};
   for (const char* r : kRefused) {
-    if (n == r) return false;
+    if (strcasecmp(name.c_str(), r) == 0) return false;
   }
-  return n.rfind("access-control-", 0) != 0;
+  return strncasecmp(name.c_str(), "access-control-", 15) != 0;
 }
 
 void Proxy(ServerState& st, const httplib::Request& req, httplib::Response& res, const std::string& method) {
@@ -65,15 +61,16 @@ void Proxy(ServerState& st, const httplib::Request& req, httplib::Response& res,
   if (!std::regex_match(url, m, kUrl)) {
     return SetError(res, 400, "url: '" + url + "' is not an http or https URL with a host", "url");
   }
-  const std::string origin = Lower(m[1].str()) + "://" + m[2].str();
+  const std::string scheme = strcasecmp(m[1].str().c_str(), "https") == 0 ? "https" : "http";
+  const std::string origin = scheme + "://" + m[2].str();
   std::string path = m[3].str();
   if (path.empty() || path[0] == '?') path = "/" + path;
 
   httplib::Headers headers;
   for (const auto& [key, value] : req.headers) {
-    const std::string lower = Lower(key);
-    if (lower.rfind(kHeaderPrefix, 0) != 0 || lower.size() == sizeof(kHeaderPrefix) - 1) continue;
-    headers.emplace(key.substr(sizeof(kHeaderPrefix) - 1), value);
+    constexpr size_t n = sizeof(kHeaderPrefix) - 1;
+    if (key.size() == n || strncasecmp(key.c_str(), kHeaderPrefix, n) != 0) continue;
+    headers.emplace(key.substr(n), value);
   }
   LS_LOG_INFO("cors-proxy: %s %s%s", method.c_str(), origin.c_str(), path.c_str());
 

@@ -104,8 +104,8 @@ void Stream(ServerState& st, const httplib::Request& req, httplib::Response& res
     auto write = [&sink](const std::string& s) { return sink.write(s.data(), s.size()); };
     if (!cursor->started) {
       cursor->started = true;
-      Json h = monitor->History(&cursor->seq);
-      if (!history) h = {{"samples", Json::array()}, {"events", Json::array()}};
+      Json h = monitor->History(&cursor->seq, history);
+      if (!history) h["events"] = Json::array();
       return write(Event("history", h));
     }
     if (st.stopping.load() || st.draining.load()) {
@@ -131,7 +131,7 @@ void RegisterMemoryRoutes(ServerState& st) {
                 s.memory_monitor->Touch();  // a poller sees events from now on
                 uint64_t seq = 0;
                 Json now = Measure(s);
-                now["events"] = s.memory_monitor->History(&seq)["events"];
+                now["events"] = std::move(s.memory_monitor->History(&seq, false)["events"]);
                 res.set_content(Dump(now), "application/json; charset=utf-8");
               }));
   st.http.Get("/memory/stream", GuardRoute(st, Stream));

@@ -3,13 +3,8 @@
 // visits with 304. The page may talk only to this server (Content-Security-Policy: connect-src 'self').
 #include "server/webui.h"
 
-#include <cinttypes>
-#include <cstdio>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 
-#include "core/hash.h"
 #include "server/errors.h"
 #include "server/server_state.h"
 
@@ -19,7 +14,7 @@ namespace {
 constexpr char kPagePrefix[] = "/ui/";
 
 // Scripts only from this server, no inline script, no plugins, no framing; styles may be inline (the chart
-// colours its series with style attributes); images may be data: URLs (pasted files shown as thumbnails).
+// colours its series with style attributes); images may be data: URLs (the page's empty favicon).
 constexpr char kContentSecurityPolicy[] =
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";
@@ -35,31 +30,14 @@ bool AcceptsGzip(const httplib::Request& req) {
   return q == std::string::npos || std::strtod(item.c_str() + q + 2, nullptr) > 0;
 }
 
-// A strong validator of the plain bytes, computed once per asset.
-const std::string& ETagOf(const WebAsset& a) {
-  static std::mutex mu;
-  static std::map<const WebAsset*, std::string> tags;
-  std::lock_guard<std::mutex> lock(mu);
-  std::string& tag = tags[&a];
-  if (tag.empty()) {
-    Checksum64 sum;
-    sum.Update(a.raw, a.raw_size);
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "\"%016" PRIx64 "\"", sum.Digest());
-    tag = buf;
-  }
-  return tag;
-}
-
 void ServeAsset(const WebAsset& a, const httplib::Request& req, httplib::Response& res) {
-  const std::string& etag = ETagOf(a);
-  res.set_header("ETag", etag);
+  res.set_header("ETag", a.etag);
   res.set_header("Cache-Control", "no-cache");  // revalidated each time: a new build is seen at once
   res.set_header("Vary", "Accept-Encoding");
   res.set_header("X-Content-Type-Options", "nosniff");
   res.set_header("Referrer-Policy", "no-referrer");
   res.set_header("Content-Security-Policy", kContentSecurityPolicy);
-  if (req.get_header_value("If-None-Match") == etag) {
+  if (req.get_header_value("If-None-Match") == a.etag) {
     res.status = 304;
     return;
   }

@@ -8,11 +8,13 @@
 
 namespace lazyslot::server {
 
-// One file of webui/: its URL path below /ui ("/index.html", "/js/app.js"), Content-Type, bytes as is and
-// gzipped (a gzip stream with a zero timestamp).
+// One file of webui/: its URL path below /ui ("/index.html", "/js/app.js"), Content-Type, ETag (quoted: the
+// first 16 hex digits of the plain bytes' SHA-256), bytes as is and gzipped (a gzip stream with a zero
+// timestamp).
 struct WebAsset {
   const char* path;
   const char* content_type;
+  const char* etag;
   const unsigned char* raw;
   size_t raw_size;
   const unsigned char* gz;

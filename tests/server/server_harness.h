@@ -70,6 +70,29 @@ inline std::string ShellQuote(const std::string& s) {
   return out + "'";
 }
 
+// True when `name` is a command on PATH (node, npm, ...).
+inline bool HaveCommand(const std::string& name) {
+  std::string cmd = "command -v ";
+  cmd.append(name).append(" >/dev/null 2>&1");
+  return std::system(cmd.c_str()) == 0;
+}
+
+// The response headers of one request (curl -D -), lower-cased names and values, e.g.
+// "access-control-allow-origin: x".
+inline std::string Headers(const std::string& method, const std::string& url,
+                           const std::vector<std::string>& headers, const std::string& body = "") {
+  // Built with append() only: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
+  std::string cmd = "curl -s -o /dev/null -D - -X ";
+  cmd.append(method);
+  for (const std::string& h : headers) cmd.append(" -H ").append(ShellQuote(h));
+  if (!body.empty()) cmd.append(" -H 'Content-Type: application/json' --data-binary ").append(ShellQuote(body));
+  cmd.append(" ").append(ShellQuote(url));
+  std::string out;
+  RunShell(cmd, &out);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 struct HttpResult {
   int status = 0;  // 0: curl could not connect / failed
   std::string body;

@@ -11,10 +11,6 @@ namespace {
 
 constexpr char kQwenVocab[] = "models/qwen3-vocab-tiny-q8_0.gguf";
 
-bool HaveCommand(const std::string& name) {
-  return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;
-}
-
 // Skips (or fails in CI) without node/npm; installs the npm packages when one is missing.
 void RequireNodePackages(const std::string& dir) {
   if (!HaveCommand("node") || !HaveCommand("npm")) {

@@ -17,19 +17,6 @@ using namespace std::chrono_literals;
 
 constexpr char kStories[] = "models/stories260K.gguf";
 
-// The response headers of one request (curl -D -), lower-cased names, e.g. "access-control-allow-origin: x".
-std::string Headers(const std::string& method, const std::string& url,
-                    const std::vector<std::string>& headers, const std::string& body = "") {
-  std::string cmd = "curl -s -o /dev/null -D - -X " + method;
-  for (const std::string& h : headers) cmd += " -H " + ShellQuote(h);
-  if (!body.empty()) cmd += " -H 'Content-Type: application/json' --data-binary " + ShellQuote(body);
-  cmd += " " + ShellQuote(url);
-  std::string out;
-  RunShell(cmd, &out);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool WaitExit(ServerProcess& srv, std::chrono::seconds limit) {
   const auto until = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < until) {

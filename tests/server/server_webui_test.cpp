@@ -18,10 +18,6 @@ constexpr char kChromium[] = "/usr/bin/chromium";
 std::string WebUiTestDir() { return std::string(LAZYSLOT_SOURCE_DIR) + "/tests/webui"; }
 std::string Artifacts() { return (std::filesystem::current_path() / "webui-artifacts").string(); }
 
-bool HaveCommand(const std::string& name) {
-  return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;
-}
-
 // node for the scripts; with `browser`, Debian's chromium and the playwright-core package (npm install here
 // when it is missing). Fails in CI without them, skips loudly elsewhere.
 void RequireNode(bool browser) {

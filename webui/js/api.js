@@ -77,7 +77,11 @@ export async function api(path, options = {}) {
 // Server-Sent Events of a GET or POST: yields {event, data} (data: the text of its data lines). A stream that
 // breaks throws ApiError(0, ...); an abort (signal) throws the AbortError.
 export async function* events(path, options = {}) {
-  const res = await send(path, options);
+  yield* readEvents(await send(path, options));
+}
+
+// The Server-Sent Events of a response already received (its headers read by the caller).
+export async function* readEvents(res) {
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
   let buffer = '';

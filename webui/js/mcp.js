@@ -3,7 +3,7 @@
 // over POST: initialize (its Mcp-Session-Id kept), notifications/initialized, tools/list, tools/call; an
 // answer comes as JSON or as Server-Sent Events. Headers meant for the MCP server travel as
 // x-llama-server-proxy-header-<name>, the only ones the proxy forwards.
-import { send, ApiError } from './api.js';
+import { send, readEvents, ApiError } from './api.js';
 
 const PROXY_PREFIX = 'x-llama-server-proxy-header-';
 const PROTOCOL = '2025-06-18';
@@ -31,18 +31,14 @@ export class McpServer {
     const session = res.headers.get('Mcp-Session-Id');
     if (session) this.session = session;
     if (notify) return null;
-    const type = res.headers.get('Content-Type') || '';
-    const text = await res.text();
     let reply = null;
-    if (type.startsWith('text/event-stream')) {
-      for (const block of text.split(/\r?\n\r?\n/)) {
-        const data = block.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
-        if (!data) continue;
-        const m = JSON.parse(data);
+    if ((res.headers.get('Content-Type') || '').startsWith('text/event-stream')) {
+      for await (const ev of readEvents(res)) {
+        const m = JSON.parse(ev.data);
         if (m.id === id) reply = m;
       }
     } else {
-      reply = JSON.parse(text);
+      reply = JSON.parse(await res.text());
     }
     if (!reply) throw new ApiError(502, `${this.url}: no answer to ${method}`);
     if (reply.error) throw new ApiError(502, `${this.url}: ${method}: ${reply.error.message || JSON.stringify(reply.error)}`);
