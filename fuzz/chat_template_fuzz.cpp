@@ -6,11 +6,11 @@
 #include <string>
 #include <string_view>
 
+#include "chat/chat_template.h"
+#include "chat/jinja/jinja_eval.h"
+#include "chat/jinja/jinja_parser.h"
 #include "core/log.h"
 #include "fuzz_check.h"
-#include "chat/chat_template.h"
-#include "chat/jinja_eval.h"
-#include "chat/jinja_parser.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// libFuzzer target: an HTTP request body through the OpenAI request validation (server/openai_params.h) the
+// libFuzzer target: an HTTP request body through the OpenAI request validation (server/generation/openai_params.h) the
 // way the routes use it, then the chat messages through the built-in chatml template. Any outcome is fine
 // except a crash, an escaping exception, or accepted parameters outside their documented ranges.
 #include <cmath>
@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <string>
 
+#include "chat/chat_template.h"
 #include "core/log.h"
 #include "fuzz_check.h"
-#include "server/errors.h"
-#include "server/openai_params.h"
-#include "chat/chat_template.h"
+#include "server/generation/openai_params.h"
+#include "server/http/errors.h"
 
 namespace {
 

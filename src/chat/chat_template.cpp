@@ -3,9 +3,9 @@
 
 #include <utility>
 
+#include "chat/jinja/jinja_eval.h"
+#include "chat/jinja/jinja_parser.h"
 #include "core/log.h"
-#include "chat/jinja_eval.h"
-#include "chat/jinja_parser.h"
 
 namespace lazyslot {
 

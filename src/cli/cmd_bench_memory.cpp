@@ -25,7 +25,7 @@
 
 #include "cli/commands.h"
 #include "core/status.h"
-#include "server/httplib_include.h"
+#include "server/http/httplib_include.h"
 
 extern char** environ;
 

@@ -26,8 +26,8 @@
 #include "cli/commands.h"
 #include "core/log.h"
 #include "gguf/tensor_type.h"
+#include "server/http/server_limits.h"
 #include "server/http_server.h"
-#include "server/server_limits.h"
 #include "tools/builtin_tools.h"
 
 namespace lazyslot::cli {

@@ -13,12 +13,12 @@
 #include <thread>
 
 #include "core/log.h"
-#include "server/anthropic_api.h"
-#include "server/errors.h"
-#include "server/request_body.h"
-#include "server/server_limits.h"
+#include "server/admin/webui.h"
+#include "server/anthropic/anthropic_api.h"
+#include "server/http/errors.h"
+#include "server/http/request_body.h"
+#include "server/http/server_limits.h"
 #include "server/server_state.h"
-#include "server/webui.h"
 
 namespace lazyslot::server {
 namespace {
@@ -310,7 +310,8 @@ Status HttpServer::Run() {
   RegisterEmbeddingRoutes(st);
   RegisterRerankRoutes(st);
   RegisterTeiRoutes(st);
-  RegisterMessageRoutes(st);
+  RegisterAnthropicRoutes(st);
+  RegisterResponsesRoutes(st);
   RegisterInfillRoute(st);
 
   // cpp-httplib listens with a backlog of 5, so a burst of connections gets resets; the socket is kept here

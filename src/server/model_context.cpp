@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "core/log.h"
-#include "server/openai_params.h"
+#include "server/generation/openai_params.h"
 #include "server/server_state.h"
 
 namespace lazyslot::server {

@@ -19,8 +19,8 @@
 #include "engine/engine.h"
 #include "engine/sampler_dry.h"
 #include "router/router.h"
+#include "server/http/httplib_include.h"
 #include "server/http_server.h"
-#include "server/httplib_include.h"
 #include "server/memory_monitor.h"
 
 namespace lazyslot::server {
@@ -108,7 +108,8 @@ void RegisterCompletionRoutes(ServerState& st);    // /v1/chat/completions, /v1/
 void RegisterEmbeddingRoutes(ServerState& st);     // /v1/embeddings, /embeddings, /embedding
 void RegisterRerankRoutes(ServerState& st);        // /v1/rerank, /rerank, /reranking, /v1/reranking
 void RegisterTeiRoutes(ServerState& st);           // /embed, /embed_all (TEI)
-void RegisterMessageRoutes(ServerState& st);       // /v1/messages (Anthropic), /v1/responses
+void RegisterAnthropicRoutes(ServerState& st);     // /v1/messages, /v1/messages/count_tokens (Anthropic)
+void RegisterResponsesRoutes(ServerState& st);     // /v1/responses, /v1/responses/input_tokens
 void RegisterInfillRoute(ServerState& st);         // /infill
 void RegisterInfoRoutes(ServerState& st);          // /health, /props, /metrics, /tokenize, /detokenize
 void RegisterModelRoutes(ServerState& st);         // /v1/models, /models, POST /models/load|unload

@@ -1,7 +1,7 @@
 // Built-in agent tools (llama-server's --tools: read_file, file_glob_search, grep_search, exec_shell_command,
 // write_file, edit_file, get_datetime, get_info) with llama-server's request and result shapes, but every
 // file path confined to one folder (--tools-dir). The tools layer: it needs only core, no HTTP; the routes
-// (GET/POST /tools) are the server layer's (server/routes_tools.cpp).
+// (GET/POST /tools) are the server layer's (server/admin/routes_tools.cpp).
 #pragma once
 
 #include <cstddef>
@@ -15,7 +15,7 @@
 
 namespace lazyslot::tools {
 
-using Json = nlohmann::ordered_json;  // the same type as server's Json (server/openai_params.h)
+using Json = nlohmann::ordered_json;  // the same type as server's Json (server/generation/openai_params.h)
 
 struct BuiltinToolsConfig {
   std::vector<std::string> enabled;   // tool names, as ParseToolList returns them

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "chat/jinja_eval.h"
-#include "chat/jinja_parser.h"
+#include "chat/jinja/jinja_eval.h"
+#include "chat/jinja/jinja_parser.h"
 
 namespace lazyslot::jinja {
 namespace {

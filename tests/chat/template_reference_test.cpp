@@ -14,7 +14,7 @@
 
 #include "chat/chat_messages.h"
 #include "chat/chat_template.h"
-#include "chat/jinja_eval.h"
+#include "chat/jinja/jinja_eval.h"
 #include "test_util.h"
 
 namespace lazyslot {

@@ -1,8 +1,8 @@
-// Anthropic Messages API translation (server/anthropic_api.h): request bodies -> OpenAI chat bodies (each
+// Anthropic Messages API translation (server/anthropic/anthropic_api.h): request bodies -> OpenAI chat bodies (each
 // block type, system forms, tools and tool_choice, thinking, tool-result order, every error naming its path,
 // and acceptance of the result by the chat pipeline's own parsers), the message JSON for each stop_reason,
 // the exact SSE event sequences of the stream writer, and the error bodies.
-#include "server/anthropic_api.h"
+#include "server/anthropic/anthropic_api.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include "chat/chat_messages.h"
 #include "chat/tool_calls.h"
 #include "chat_body_check.h"
-#include "server/output_constraint.h"
+#include "server/generation/output_constraint.h"
 #include "sse_events.h"
 
 namespace lazyslot::server {

@@ -6,8 +6,8 @@
 
 #include "chat/chat_messages.h"
 #include "chat/tool_calls.h"
-#include "server/openai_params.h"
-#include "server/output_constraint.h"
+#include "server/generation/openai_params.h"
+#include "server/generation/output_constraint.h"
 
 namespace lazyslot::testing {
 

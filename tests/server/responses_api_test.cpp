@@ -1,9 +1,9 @@
-// OpenAI Responses API translation (server/responses_api.h): request bodies -> chat bodies (string and item
+// OpenAI Responses API translation (server/responses/responses_api.h): request bodies -> chat bodies (string and item
 // inputs, the function_call / function_call_output round trip, instructions, tools, tool_choice, text.format,
 // reasoning), each refusal naming its path, the chat pipeline accepting every translation, chat errors
 // renamed to Responses fields, the response object (completed, incomplete, calls, reasoning) and the exact
 // SSE event sequences of the stream writer, whose final response equals the non-streamed object.
-#include "server/responses_api.h"
+#include "server/responses/responses_api.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include "chat/chat_messages.h"
 #include "chat/tool_calls.h"
 #include "chat_body_check.h"
-#include "server/output_constraint.h"
+#include "server/generation/output_constraint.h"
 #include "sse_events.h"
 
 namespace lazyslot::server {

@@ -1,7 +1,7 @@
-// llama-server's extra sampling fields (server/sampling_fields.h): each field read into SamplingParams, the
+// llama-server's extra sampling fields (server/generation/sampling_fields.h): each field read into SamplingParams, the
 // samplers list by names, aliases and one-letter codes, every error naming its field, and the
 // generation_settings JSON with llama-server's keys and order.
-#include "server/sampling_fields.h"
+#include "server/generation/sampling_fields.h"
 
 #include <gtest/gtest.h>
 

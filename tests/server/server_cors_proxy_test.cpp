@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "loopback.h"
-#include "server/httplib_include.h"
+#include "server/http/httplib_include.h"
 #include "server_harness.h"
 
 namespace lazyslot::testing {
