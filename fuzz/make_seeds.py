@@ -253,6 +253,302 @@ def chat_template_seeds():
     write("chat_template", "no_messages.jinja", "{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}")
 
 
+# ---- seeds from the tests' own inputs ----------------------------------------------------------------------
+REPO = os.path.join(HERE, "..")
+ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "\"": "\"", "'": "'", "?": "?", "a": "\a",
+           "b": "\b", "f": "\f", "v": "\v"}
+
+
+def c_literals(rel):
+    """The string literals of a C++ file in order, adjacent ones joined, raw R"(...)" ones included, escapes
+    (\\n \\t \\" \\\\ \\xHH) decoded to bytes."""
+    src = open(os.path.join(REPO, rel), encoding="utf-8").read()
+    out, i, n = [], 0, len(src)
+    cur, last_end = None, -1
+    while i < n:
+        c = src[i]
+        if src.startswith("//", i):
+            i = src.find("\n", i)
+            i = n if i < 0 else i
+            continue
+        if c == "'" and i + 2 < n:  # a char literal: skip it whole
+            j = i + 1
+            while j < n and src[j] != "'":
+                j += 2 if src[j] == "\\" else 1
+            i = j + 1
+            continue
+        raw = src.startswith('R"', i) and not (i > 0 and (src[i - 1].isalnum() or src[i - 1] == "_"))
+        if raw or c == '"':
+            if raw:
+                open_paren = src.index("(", i)
+                delim = src[i + 2:open_paren]
+                close = src.index(")" + delim + '"', open_paren)
+                piece = src[open_paren + 1:close].encode("utf-8")
+                end = close + len(delim) + 2
+            else:
+                j, piece = i + 1, bytearray()
+                while src[j] != '"':
+                    if src[j] == "\\":
+                        e = src[j + 1]
+                        if e == "x":
+                            k = j + 2
+                            while k < n and src[k] in "0123456789abcdefABCDEF":
+                                k += 1
+                            piece.append(int(src[j + 2:k], 16) & 0xFF)
+                            j = k
+                            continue
+                        piece += ESCAPES.get(e, e).encode("utf-8")
+                        j += 2
+                    else:
+                        piece += src[j].encode("utf-8")
+                        j += 1
+                piece, end = bytes(piece), j + 1
+            if cur is not None and src[last_end:i].strip() == "":
+                cur += piece
+            else:
+                if cur is not None:
+                    out.append(cur)
+                cur = piece
+            last_end = i = end
+            continue
+        i += 1
+    if cur is not None:
+        out.append(cur)
+    return out
+
+
+def write_unique(target, prefix, items, limit=200):
+    seen = []
+    for it in items:
+        if it not in seen:
+            seen.append(it)
+    for k, it in enumerate(seen[:limit]):
+        write(target, "%s_%03d.txt" % (prefix, k), it)
+
+
+def json_schema_seeds():
+    schemas = []
+    for rel in ["tests/grammar/json_schema_test.cpp", "tests/chat/tool_calls_test.cpp"]:
+        if not os.path.exists(os.path.join(REPO, rel)):
+            continue
+        for lit in c_literals(rel):
+            try:
+                v = json.loads(lit.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if isinstance(v, (dict, bool)) and lit.strip() not in (b"{}", b"true", b"false") or lit == b"{}":
+                schemas.append(lit)
+    write_unique("json_schema", "test", schemas)
+
+
+GBNF_SEP = b"\n#input#\n"
+
+
+def gbnf_seeds():
+    items = []
+    for rel in ["tests/grammar/gbnf_parser_test.cpp", "tests/grammar/matcher_test.cpp"]:
+        lits = c_literals(rel)
+        for k, lit in enumerate(lits):
+            if b"::=" not in lit:
+                continue
+            items.append(lit)
+            # The next literal that is not a grammar is usually a string the test matches against it.
+            for nxt in lits[k + 1:k + 4]:
+                if b"::=" not in nxt and b"grammar:" not in nxt:
+                    items.append(lit + GBNF_SEP + nxt)
+                    break
+    write_unique("gbnf", "test", items)
+
+
+def preset_seeds():
+    items = [lit for lit in c_literals("tests/router/model_catalog_test.cpp")
+             if b"=" in lit and (b"[" in lit or b"version" in lit) and b"p.ini:" not in lit]
+    write_unique("preset", "test", items)
+
+
+# Slot files (kv/kv_state.h) for the two caches of kv_state_fuzz.cpp, checksummed as core/hash.cpp does.
+M64 = (1 << 64) - 1
+K_A, K_B, K_C = 0xc2b2ae3d27d4eb4f, 0x9e3779b185ebca87, 0x165667b19e3779f9
+SLOT_MODEL_ID = 0x6c617a79736c6f74
+
+
+def rotl(x, r):
+    return ((x << r) | (x >> (64 - r))) & M64
+
+
+def checksum64(data, seed=0):
+    rnd = lambda lane, w: (rotl((lane + w * K_A) & M64, 31) * K_B) & M64
+    lanes = [(seed + K_A + K_B) & M64, (seed + K_A) & M64, seed, (seed - K_B) & M64]
+    full = len(data) // 32 * 32
+    for p in range(0, full, 32):
+        for i in range(4):
+            lanes[i] = rnd(lanes[i], struct.unpack_from("<Q", data, p + 8 * i)[0])
+    tail = data[full:]
+    h = (rotl(lanes[0], 1) + rotl(lanes[1], 7) + rotl(lanes[2], 12) + rotl(lanes[3], 18)) & M64
+    for i in range(4):
+        h = ((h ^ rnd(0, lanes[i])) * K_B + K_C) & M64
+    h = (h + (len(data) ^ seed)) & M64
+    i = 0
+    while i + 8 <= len(tail):
+        h = (rotl(h ^ rnd(0, struct.unpack_from("<Q", tail, i)[0]), 27) * K_B + K_C) & M64
+        i += 8
+    for b in tail[i:]:
+        h = (rotl(h ^ ((b * K_C) & M64), 11) * K_A) & M64
+    h ^= h >> 33
+    h = (h * K_A) & M64
+    h ^= h >> 29
+    h = (h * K_C) & M64
+    return h ^ (h >> 32)
+
+
+# (type_k, type_v, n_embd_k, n_embd_v, k_row_bytes, v_row_bytes, layer windows) of kv_state_fuzz.cpp's caches.
+SLOT_CACHES = [(1, 1, 32, 16, 64, 32, [0, 0]), (8, 0, 32, 32, 34, 128, [8, 0, 8])]
+
+
+def slot_file(cache, n, floor=None, scope=0, version=2, model_id=SLOT_MODEL_ID):
+    tk, tv, ek, ev, kr, vr, windows = SLOT_CACHES[cache]
+    w = max(windows)
+    if floor is None:
+        floor = max(0, n - w) if w else 0
+    body = struct.pack("<%di" % n, *[(7 * t + 3) % 151936 for t in range(n)])
+    for il, win in enumerate(windows):
+        rows = n - min(floor, n) if win else n
+        for kind, rb in ((0, kr), (1, vr)):
+            body += bytes(((il * 31 + kind * 17 + r) * 13 + b) & 0xFF for r in range(rows) for b in range(rb))
+    head = b"LZSLOTKV" + struct.pack("<IIIIQQQQQIIQQ", version, tk, tv, len(windows), ek, ev, kr, vr, model_id,
+                                     n, floor, scope, 0)
+    digest = checksum64(head + body)
+    return head[:80] + struct.pack("<Q", digest) + body
+
+
+def kv_state_seeds():
+    # The first byte is the harness's mode: bit 0 the cache, bit 1 fix the size, bit 2 fix the checksum,
+    # bits 3-7 cells the slot holds before (times 2).
+    seeds = {
+        "global_empty.bin": bytes([0]) + slot_file(0, 0),
+        "global_5.bin": bytes([0]) + slot_file(0, 5, scope=42),
+        "global_full_over_filled.bin": bytes([0x08 * 10]) + slot_file(0, 48),
+        "global_over_longer.bin": bytes([0x08 * 20]) + slot_file(0, 3),
+        "window_5.bin": bytes([1]) + slot_file(1, 5),
+        "window_20.bin": bytes([1 | 0x08 * 4]) + slot_file(1, 20),
+        "window_64.bin": bytes([1 | 0x08 * 31]) + slot_file(1, 64, scope=7),
+        "window_floor_early.bin": bytes([1]) + slot_file(1, 20, floor=3),
+        "window_floor_late.bin": bytes([1]) + slot_file(1, 20, floor=16),
+        "bad_checksum_fixed.bin": bytes([4]) + slot_file(0, 6)[:90] + b"\xff" + slot_file(0, 6)[91:],
+        "bad_checksum.bin": bytes([0x10]) + slot_file(0, 6)[:90] + b"\xff" + slot_file(0, 6)[91:],
+        "truncated.bin": bytes([0x18]) + slot_file(0, 6)[:-5],
+        "truncated_fixed.bin": bytes([1 | 2 | 4]) + slot_file(1, 9)[:-40],
+        "too_many_tokens.bin": bytes([2 | 4]) + slot_file(0, 49),
+        "foreign_model.bin": bytes([0]) + slot_file(0, 4, model_id=1),
+        "foreign_cache.bin": bytes([1]) + slot_file(0, 4),
+        "version1.bin": bytes([0]) + slot_file(0, 4, version=1),
+        "header_only.bin": bytes([2]) + slot_file(0, 4)[:88],
+        "short.bin": bytes([0]) + b"LZSLOTKV\x02\x00",
+    }
+    for name, data in seeds.items():
+        write("kv_state", name, data)
+
+
+def json_literals(rel):
+    out = []
+    for lit in c_literals(rel):
+        try:
+            out.append(json.loads(lit.decode("utf-8")))
+        except (ValueError, UnicodeDecodeError):
+            pass
+    return out
+
+
+def dumps(v):
+    return json.dumps(v, ensure_ascii=False).encode("utf-8")
+
+
+def anthropic_seeds():
+    base = {"model": "m", "max_tokens": 16, "messages": [{"role": "user", "content": "Hi"}]}
+    items = [dumps(base)]
+    for v in json_literals("tests/server/anthropic_api_test.cpp"):
+        first = v[0] if isinstance(v, list) and v and isinstance(v[0], dict) else {}
+        if isinstance(v, dict) and ("messages" in v or "max_tokens" in v):
+            items.append(dumps(dict(base, **v)))
+        elif "role" in first:
+            items.append(dumps(dict(base, messages=v)))
+        elif "input_schema" in first or first.get("type") == "custom":
+            items.append(dumps(dict(base, tools=v)))
+        elif first.get("type") in ("text", "thinking", "tool_use", "tool_result", "image"):
+            items.append(dumps(dict(base, messages=[{"role": "user", "content": v}])))
+            if first.get("type") == "text":
+                items.append(dumps(dict(base, system=v)))
+        elif isinstance(v, dict) and v.get("type") in ("auto", "any", "tool", "none"):
+            items.append(dumps(dict(base, tools=[{"name": "get_weather", "input_schema": {"type": "object"}}],
+                                    tool_choice=v)))
+        elif isinstance(v, dict) and v.get("type") in ("enabled", "disabled", "adaptive"):
+            items.append(dumps(dict(base, thinking=v)))
+        elif isinstance(v, dict) and ("type" in v or "properties" in v):
+            items.append(dumps(dict(base, output_config={"format": {"type": "json_schema", "schema": v}})))
+    full = {"model": "m", "max_tokens": 64, "system": [{"type": "text", "text": "Be brief."}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
+                         {"role": "assistant", "content": [
+                             {"type": "thinking", "thinking": "call it", "signature": "s"},
+                             {"type": "text", "text": "Checking."},
+                             {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                              "input": {"city": "Paris"}}]},
+                         {"role": "user", "content": [
+                             {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"},
+                             {"type": "text", "text": "And \u00e9t\u00e9?"}]}],
+            "stop_sequences": ["\n\n", "END"], "temperature": 0.5, "top_p": 0.9, "top_k": 40, "stream": True,
+            "tools": [{"name": "get_weather", "description": "d",
+                       "input_schema": {"type": "object", "properties": {"city": {"type": "string"}},
+                                        "required": ["city"]}}],
+            "tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
+            "thinking": {"type": "enabled", "budget_tokens": 1024}, "metadata": {"user_id": "u"},
+            "service_tier": "auto", "cache_control": {"type": "ephemeral"},
+            "chat_template_kwargs": {"enable_thinking": False}}
+    items.append(dumps(full))
+    items.append(dumps(dict(base, output_config={"format": {"type": "json_schema", "schema": {
+        "type": "object", "properties": {"a": {"type": "integer"}}}}, "effort": "low"})))
+    items.append(b'{"model": "m", "messages": [{"role": "user", "content": "x"}]}')
+    write_unique("anthropic", "test", items)
+
+
+def responses_seeds():
+    base = {"model": "m", "input": "Hello"}
+    items = [dumps(base)]
+    for v in json_literals("tests/server/responses_api_test.cpp"):
+        first = v[0] if isinstance(v, list) and v and isinstance(v[0], dict) else {}
+        if isinstance(v, dict) and ("input" in v or "instructions" in v):
+            items.append(dumps(dict(base, **v)))
+        elif "role" in first or first.get("type") in ("message", "function_call", "function_call_output",
+                                                      "reasoning", "input_text"):
+            items.append(dumps(dict(base, input=v)))
+        elif isinstance(v, dict) and "format" in v:
+            items.append(dumps(dict(base, text=v)))
+        elif isinstance(v, dict) and "effort" in v:
+            items.append(dumps(dict(base, reasoning=v)))
+        elif isinstance(v, dict) and v.get("type") == "function":
+            items.append(dumps(dict(base, tools=[v], tool_choice="auto")))
+    full = {"model": "m", "instructions": "Be brief.",
+            "input": [{"role": "developer", "content": "Answer in French."},
+                      {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
+                      {"type": "reasoning", "id": "rs_1", "summary": [],
+                       "content": [{"type": "reasoning_text", "text": "call it"}]},
+                      {"type": "function_call", "call_id": "call_1", "name": "get_weather",
+                       "arguments": "{\"city\":\"Paris\"}"},
+                      {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+                      {"role": "assistant", "content": [{"type": "output_text", "text": "Sunny."}]},
+                      {"role": "user", "content": "Merci \u00e9t\u00e9"}],
+            "max_output_tokens": 64, "temperature": 0.7, "top_p": 0.9, "stream": True,
+            "parallel_tool_calls": False, "store": False, "metadata": {"k": "v"}, "user": "u",
+            "tools": [{"type": "function", "name": "get_weather", "description": "d", "strict": True,
+                       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}],
+            "tool_choice": {"type": "function", "name": "get_weather"},
+            "text": {"format": {"type": "json_schema", "name": "out", "schema": {"type": "object"}}},
+            "reasoning": {"effort": "low"}, "truncation": "disabled", "seed": 3, "top_k": 5, "min_p": 0.1,
+            "stop": ["END"]}
+    items.append(dumps(full))
+    items.append(dumps(dict(base, previous_response_id="resp_1")))
+    items.append(dumps(dict(base, tools=[{"type": "web_search"}])))
+    write_unique("responses", "test", items)
+
 def main():
     global GGUF_OUT
     if len(sys.argv) == 3 and sys.argv[1] == "--gguf-out":
@@ -262,6 +558,12 @@ def main():
     tokenizer_seeds()
     request_seeds()
     chat_template_seeds()
+    json_schema_seeds()
+    gbnf_seeds()
+    preset_seeds()
+    kv_state_seeds()
+    anthropic_seeds()
+    responses_seeds()
     total = 0
     for root, _, files in os.walk(CORPUS):
         total += sum(os.path.getsize(os.path.join(root, f)) for f in files)

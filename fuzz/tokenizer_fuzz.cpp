@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "core/utf8.h"
 #include "fuzz_check.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
@@ -71,7 +72,7 @@ bool ContainsAny(std::string_view text, const std::vector<std::string>& needles)
 // What byte-level BPE sees: the text decoded with the lenient rules (bad bytes -> U+FFFD) and re-encoded.
 std::string LenientUtf8(std::string_view text) {
   std::string out;
-  for (uint32_t cp : lazyslot::unicode::Decode(text)) lazyslot::unicode::AppendUtf8(cp, &out);
+  for (uint32_t cp : lazyslot::unicode::Decode(text)) lazyslot::AppendUtf8(cp, &out);
   return out;
 }
 

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Sanitizer suites. `asan`: build-asan (ASan + UBSan, UBSan fatal, RelWithDebInfo) runs ctest -L 'unit|integration'.
-# `tsan`: build-tsan (TSan, RelWithDebInfo) runs the threaded tests: ops (thread pool, matmul), engine (scheduler),
+# `tsan`: build-tsan (TSan, RelWithDebInfo) runs the threaded tests: ops (thread pool, matmul), engine (scheduler,
+# memory budget, shared compute), router (loads, leases, eviction, the budget's reclaimer and idle sleep),
 # server (HTTP). Usage: scripts/test-sanitizers.sh [asan|tsan|all] (default all); non-zero exit on any failure.
-# ASAN_LABELS narrows the ASan suite to other ctest labels (default 'unit|integration').
+# ASAN_LABELS narrows the ASan suite to other ctest labels (default 'unit|integration'). TSAN_REGEX narrows the
+# TSan suite to the tests whose names match (ctest -R), e.g. the router and budget tests:
+#   TSAN_REGEX='^(Router|RouterBudget|RouterFiles|ModelCatalog|MemoryBudget|SharedCompute)Test\.|^EngineMemoryTest\.|^Server(Memory|Router|KvUnified)\.'
+# and TSAN_TARGETS to the binaries those need (default: lazyslot ops_test engine_test router_test server_test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -44,11 +48,11 @@ suite() {  # <name> <build dir> <-fsanitize list> <targets> <ctest args...>
   # with RelWithDebInfo's -O2 -g, objects 2.7x smaller to link; the build is most of the suite's time in CI.
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLAZYSLOT_SANITIZE="$san" \
     -DCMAKE_CXX_FLAGS="-fno-sanitize-recover=undefined" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
-    >/dev/null
+    -DLAZYSLOT_TEST_FLAGS="${TEST_FLAGS:--O1}" >/dev/null
   # shellcheck disable=SC2086
   cmake --build "$build" -j"$JOBS" ${targets:+--target $targets}
   rm -rf "$logs" && mkdir -p "$logs"
-  echo "== $name: ctest $*"
+  echo "== $name: build took $((SECONDS - t0)) s; ctest $*"
   (cd "$build" && ctest --output-on-failure -j"$JOBS" --timeout 1800 "$@") || rc=1
   check_logs "$logs" || rc=1
   echo "== $name: $([ $rc -eq 0 ] && echo passed || echo FAILED) in $((SECONDS - t0)) s"
@@ -63,9 +67,12 @@ if [ "$WHAT" = asan ] || [ "$WHAT" = all ]; then
   export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:log_path=$logs/asan:log_exe_name=1"
   export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$logs/ubsan:log_exe_name=1"
   export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp"
+  # The tests' own code at -O0 and without UBSan (the libraries stay at -O1 with both sanitizers): a server test
+  # file compiles in about a third of the time (CMakeLists.txt, LAZYSLOT_TEST_FLAGS); the kernel, matmul and
+  # model tests keep -O1 and UBSan.
   # The browser tests and the page's node tests drive the same server routes the C++ WebUi, CorsProxy and
   # BuiltinTools tests cover; under ASan they would add minutes of chromium and node to CI, not findings.
-  suite asan build-asan address,undefined "" -L "${ASAN_LABELS:-unit|integration}" -E '^WebUi(Browser|Scripts)\.' ||
+  TEST_FLAGS="-O0;-fno-sanitize=undefined" suite asan build-asan address,undefined "" -L "${ASAN_LABELS:-unit|integration}" -E '^WebUi(Browser|Scripts)\.' ||
     status=1
   unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
 fi
@@ -80,8 +87,10 @@ if [ "$WHAT" = tsan ] || [ "$WHAT" = all ]; then
   # HTTP thread's earlier access to that descriptor number, whose stack TSan had lost (most likely
   # FindConnectionSocket's scan, tsan.supp), so no suppression can match it. The routes they drive run under
   # TSan in the C++ WebUi, CorsProxy and ServerTools tests, 0 reports.
-  suite tsan build-tsan thread "lazyslot ops_test engine_test server_test" -L 'unit|integration' \
-    -E '_NOT_BUILT$|^(quant|model)_test_isa_|^WebUi(Browser|Scripts)\.' ||
+  tsan_select=(-L 'unit|integration')
+  [ -n "${TSAN_REGEX:-}" ] && tsan_select+=(-R "$TSAN_REGEX")
+  suite tsan build-tsan thread "${TSAN_TARGETS:-lazyslot ops_test engine_test router_test server_test}" \
+    "${tsan_select[@]}" -E '_NOT_BUILT$|^(quant|model)_test_isa_|^WebUi(Browser|Scripts)\.' ||
     status=1
   unset TSAN_OPTIONS
 fi

@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "chat/builtin_templates.h"
 #include "chat/jinja/jinja_eval.h"
 #include "chat/jinja/jinja_parser.h"
 #include "core/log.h"
@@ -10,73 +11,6 @@
 namespace lazyslot {
 
 namespace {
-
-// Shared by the built-ins: message content as text (a string, or the text parts of a parts list).
-constexpr const char* kTextOfMacro = R"JINJA(
-{%- macro text_of(content) -%}
-  {%- if content is string -%}
-    {{- content -}}
-  {%- elif content is iterable and content is not mapping -%}
-    {%- for part in content -%}
-      {%- if part is mapping and part['type'] == 'text' -%}{{- part['text'] -}}{%- endif -%}
-    {%- endfor -%}
-  {%- endif -%}
-{%- endmacro -%}
-)JINJA";
-
-// <|im_start|>role\ncontent<|im_end|>\n per turn; the generation prompt opens an assistant turn.
-constexpr const char* kChatml = R"JINJA(
-{%- for message in messages -%}
-  {{- '<|im_start|>' + message['role'] + '\n' + text_of(message['content']) + '<|im_end|>\n' -}}
-{%- endfor -%}
-{%- if add_generation_prompt -%}
-  {{- '<|im_start|>assistant\n' -}}
-{%- endif -%}
-)JINJA";
-
-// Llama 2 chat: <s>[INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST] answer </s><s>[INST] user [/INST]
-// The system prompt goes inside the first user turn; generation continues after "[/INST]".
-constexpr const char* kLlama2 = R"JINJA(
-{%- set bos = bos_token if bos_token is defined else '' -%}
-{%- set eos = eos_token if eos_token is defined else '' -%}
-{%- set ns = namespace(system='', system_done=false) -%}
-{%- if messages and messages[0]['role'] == 'system' -%}
-  {%- set ns.system = text_of(messages[0]['content']) | trim -%}
-  {%- set turns = messages[1:] -%}
-{%- else -%}
-  {%- set turns = messages -%}
-{%- endif -%}
-{%- for message in turns -%}
-  {%- if message['role'] == 'user' -%}
-    {{- bos + '[INST] ' -}}
-    {%- if ns.system and not ns.system_done -%}
-      {{- '<<SYS>>\n' + ns.system + '\n<</SYS>>\n\n' -}}
-      {%- set ns.system_done = true -%}
-    {%- endif -%}
-    {{- text_of(message['content']) | trim + ' [/INST]' -}}
-  {%- elif message['role'] == 'assistant' -%}
-    {{- ' ' + text_of(message['content']) | trim + ' ' + eos -}}
-  {%- endif -%}
-{%- endfor -%}
-)JINJA";
-
-// Llama 3: bos, then <|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|> per turn.
-constexpr const char* kLlama3 = R"JINJA(
-{{- bos_token if bos_token is defined -}}
-{%- for message in messages -%}
-  {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' + text_of(message['content']) | trim + '<|eot_id|>' -}}
-{%- endfor -%}
-{%- if add_generation_prompt -%}
-  {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' -}}
-{%- endif -%}
-)JINJA";
-
-const char* BuiltinSource(const std::string& name) {
-  if (name == "chatml") return kChatml;
-  if (name == "llama2") return kLlama2;
-  if (name == "llama3") return kLlama3;
-  return nullptr;
-}
 
 // A short conversation every usable chat template must accept.
 nlohmann::ordered_json ProbeConversation(bool with_system) {
@@ -114,12 +48,20 @@ Result<ChatTemplate> ChatTemplate::Parse(const std::string& source, const std::s
   return t;
 }
 
-std::vector<std::string> ChatTemplate::BuiltinNames() { return {"chatml", "llama2", "llama3"}; }
+std::vector<std::string> ChatTemplate::BuiltinNames() { return BuiltinTemplateNames(); }
+
+std::string ChatTemplate::BuiltinNamesList() {
+  std::string list;
+  for (const std::string& n : BuiltinTemplateNames()) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
 
 Result<ChatTemplate> ChatTemplate::Builtin(const std::string& name) {
-  const char* body = BuiltinSource(name);
-  if (!body) return NotFound("no built-in chat template named '" + name + "' (have chatml, llama2, llama3)");
-  return Parse(std::string(kTextOfMacro) + body, name);
+  const std::string body = BuiltinTemplateSource(name);
+  if (body.empty()) {
+    return NotFound("no built-in chat template named '" + name + "' (known: " + BuiltinNamesList() + ")");
+  }
+  return Parse(body, name);
 }
 
 ChatTemplate ChatTemplate::ForModel(const std::string& gguf_template, std::string* chosen_name_out) {
@@ -165,6 +107,7 @@ Result<std::string> ChatTemplate::Apply(const nlohmann::ordered_json& messages, 
   LS_ASSIGN_OR_RETURN(jinja::Value context, jinja::Value::FromJson(ctx));
   jinja::RenderLimits limits;
   limits.now_unix = pinned_now_;
+  limits.concat_none_as_empty = true;  // as llama.cpp renders chat templates (firefunction-v2's `functions`)
   jinja::Evaluator evaluator(*program_, limits);
   Result<std::string> out = evaluator.Render(context);
   if (!out.ok()) {

@@ -77,6 +77,13 @@ Result<ReasoningFormat> ParseReasoningFormat(std::string_view name) {
                          "\"; expected one of: none, deepseek, deepseek-legacy, auto");
 }
 
+Result<int> ParseReasoningSwitch(std::string_view value) {
+  if (value == "on" || value == "enabled" || value == "true" || value == "1") return 1;
+  if (value == "off" || value == "disabled" || value == "false" || value == "0") return 0;
+  if (value == "auto" || value == "-1") return -1;
+  return InvalidArgument("unknown value for --reasoning: '" + std::string(value) + "' (expected on, off or auto)");
+}
+
 const char* ReasoningFormatName(ReasoningFormat format) {
   switch (format) {
     case ReasoningFormat::kNone:

@@ -26,6 +26,9 @@ enum class ReasoningFormat {
 // naming the valid values.
 Result<ReasoningFormat> ParseReasoningFormat(std::string_view name);
 const char* ReasoningFormatName(ReasoningFormat format);
+// llama-server's -rea/--reasoning value: 1 for on/enabled/true/1, 0 for off/disabled/false/0, -1 for auto/-1;
+// anything else is InvalidArgument naming --reasoning.
+Result<int> ParseReasoningSwitch(std::string_view value);
 
 // How a model marks its reasoning.
 enum class ReasoningSyntax {

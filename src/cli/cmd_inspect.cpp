@@ -10,8 +10,12 @@
 
 #include "cli/commands.h"
 #include "gguf/gguf.h"
+#include "gguf/keys.h"
 
 namespace lazyslot::cli {
+
+namespace keys = gguf::keys;
+
 namespace {
 
 constexpr size_t kArrayHead = 5;        // elements shown of a long array
@@ -119,19 +123,20 @@ std::string ShapeText(const gguf::TensorInfo& t) {
 
 // Bytes of K and V for one token in an F16 cache, summed over layers; 0 if the metadata lacks the sizes.
 Result<uint64_t> KvBytesPerToken(const gguf::File& f) {
-  const gguf::Value* arch = f.Find("general.architecture");
+  const gguf::Value* arch = f.Find(keys::kGeneralArchitecture);
   if (arch == nullptr || arch->type != gguf::ValueType::kString) return uint64_t{0};
   const std::string a = arch->str;
-  if (f.Find(a + ".block_count") == nullptr) return uint64_t{0};
-  LS_ASSIGN_OR_RETURN(uint32_t n_layer, f.GetU32(a + ".block_count"));
-  LS_ASSIGN_OR_RETURN(uint32_t n_embd, f.GetU32(a + ".embedding_length"));
-  LS_ASSIGN_OR_RETURN(std::vector<uint32_t> n_head, f.GetU32PerLayer(a + ".attention.head_count", n_layer));
-  LS_ASSIGN_OR_RETURN(
-      std::vector<uint32_t> n_head_kv,
-      f.GetU32PerLayerOr(a + ".attention.head_count_kv", n_layer, n_head.empty() ? 0 : n_head[0]));
+  if (f.Find(keys::ArchKey(a, keys::kBlockCount)) == nullptr) return uint64_t{0};
+  LS_ASSIGN_OR_RETURN(uint32_t n_layer, f.GetU32(keys::ArchKey(a, keys::kBlockCount)));
+  LS_ASSIGN_OR_RETURN(uint32_t n_embd, f.GetU32(keys::ArchKey(a, keys::kEmbeddingLength)));
+  LS_ASSIGN_OR_RETURN(std::vector<uint32_t> n_head,
+                      f.GetU32PerLayer(keys::ArchKey(a, keys::kAttentionHeadCount), n_layer));
+  LS_ASSIGN_OR_RETURN(std::vector<uint32_t> n_head_kv,
+                      f.GetU32PerLayerOr(keys::ArchKey(a, keys::kAttentionHeadCountKv), n_layer,
+                                         n_head.empty() ? 0 : n_head[0]));
   const uint32_t default_hd = !n_head.empty() && n_head[0] > 0 ? n_embd / n_head[0] : 0;
-  LS_ASSIGN_OR_RETURN(uint32_t k_len, f.GetU32Or(a + ".attention.key_length", default_hd));
-  LS_ASSIGN_OR_RETURN(uint32_t v_len, f.GetU32Or(a + ".attention.value_length", k_len));
+  LS_ASSIGN_OR_RETURN(uint32_t k_len, f.GetU32Or(keys::ArchKey(a, keys::kAttentionKeyLength), default_hd));
+  LS_ASSIGN_OR_RETURN(uint32_t v_len, f.GetU32Or(keys::ArchKey(a, keys::kAttentionValueLength), k_len));
   uint64_t bytes = 0;
   for (uint32_t il = 0; il < n_layer; ++il) bytes += uint64_t{n_head_kv[il]} * (k_len + v_len) * 2;
   return bytes;

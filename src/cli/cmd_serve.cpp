@@ -22,12 +22,14 @@
 #include <tuple>
 #include <vector>
 
+#include "chat/chat_template.h"
 #include "chat/reasoning.h"
 #include "cli/commands.h"
 #include "core/log.h"
 #include "gguf/tensor_type.h"
 #include "server/http/server_limits.h"
 #include "server/http_server.h"
+#include "server/vertex.h"
 #include "tools/builtin_tools.h"
 
 namespace lazyslot::cli {
@@ -39,6 +41,7 @@ struct ServeFlags {
   bool rerank = false;  // --rerank/--reranking (= --pooling rank): the rerank routes, engine pooling kRank
   std::string chat_template;
   std::string chat_template_file;
+  std::string reasoning;  // -rea/--reasoning on|off|auto (llama-server's); empty: not given (auto)
   bool jinja = false;    // accepted for llama-server compatibility: templates are always Jinja here
   bool no_jinja = false;  // llama-server's legacy, non-Jinja formatting: not implemented, said at start
   int ubatch = 0;         // -ub/--ubatch-size (llama-server's physical batch); 0: not given
@@ -205,6 +208,8 @@ Status ReadLlamaStyleExtras(const std::vector<std::string>& extras, ServeFlags* 
       LS_RETURN_IF_ERROR(value(&v));
       LS_RETURN_IF_ERROR(ParseInt(a, v, &f->ubatch));
       if (f->ubatch < 1) return InvalidArgument("-ub: must be at least 1, got '" + v + "'");
+    } else if (a == "-rea") {  // llama-server's short name of --reasoning
+      LS_RETURN_IF_ERROR(value(&f->reasoning));
     } else if (a == "-kvu") {
       f->opts.engine.kv_unified = true;
     } else if (a == "-no-kvu") {
@@ -335,9 +340,18 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
   } else if (!f->tools_dir.empty()) {
     return InvalidArgument("--tools-dir needs --tools");
   }
+  o.port = server::VertexPort(o.port);  // AIP_HTTP_PORT, when Vertex AI starts the container
+  if (o.health_port != 0 && o.health_port == o.port) {
+    return InvalidArgument("--health-port must differ from --port (the drain closes --port, not the health port)");
+  }
   if (o.sampling.repeat_penalty <= 0) return InvalidArgument("--repeat-penalty: must be greater than 0");
   Result<ReasoningFormat> reasoning = ParseReasoningFormat(o.reasoning_format);
   if (!reasoning.ok()) return InvalidArgument("--reasoning-format: " + reasoning.status().message());
+  if (!f->reasoning.empty()) {
+    Result<int> on = ParseReasoningSwitch(f->reasoning);
+    if (!on.ok()) return InvalidArgument(on.status().message());
+    o.reasoning = *on;
+  }
   // Keys are never echoed: errors name the flag or file only.
   for (const std::string& k : f->api_keys) {
     if (!k.empty()) o.api_keys.push_back(k);
@@ -398,6 +412,14 @@ Status PrepareOptions(ServeFlags* f, const std::vector<std::string>& extras) {
         std::filesystem::is_regular_file(f->chat_template, ec)) {
       LS_ASSIGN_OR_RETURN(o.chat_template, ReadFile(f->chat_template));
       o.chat_template_label = std::filesystem::path(f->chat_template).filename().string();
+    } else if (f->chat_template.find("{") == std::string::npos) {
+      // Not Jinja and not a file: one of llama-server's template names, or a mistake said at once.
+      if (!ChatTemplate::Builtin(f->chat_template).ok()) {
+        return InvalidArgument("--chat-template: '" + f->chat_template +
+                               "' is neither a file, Jinja source nor a built-in template name (known: " +
+                               ChatTemplate::BuiltinNamesList() + ")");
+      }
+      o.chat_template = f->chat_template;
     } else {
       o.chat_template = f->chat_template;
     }
@@ -540,11 +562,21 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
                   "-1: unrestricted thinking; 0: thinking off where the template has enable_thinking")
       ->capture_default_str()
       ->check(CLI::Range(-1, 0));
+  sub->add_option("--reasoning", f->reasoning,
+                  "Thinking (also -rea): on, off or auto (default; on where the template has enable_thinking); "
+                  "sets the templates' enable_thinking, which a request's chat_template_kwargs overrides")
+      ->envname("LLAMA_ARG_REASONING");
   sub->add_option("--drain-timeout", o.drain_timeout_s,
-                  "Seconds SIGTERM/SIGINT lets requests in flight finish (new ones get 503) before they are "
-                  "cancelled; a second signal stops at once")
+                  "Seconds SIGTERM/SIGINT lets requests in flight finish (the port stops accepting at once; "
+                  "requests on open connections get 503) before they are cancelled; a second signal stops at once")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
+  sub->add_option("--health-port", o.health_port,
+                  "Also serve GET /health (readiness: 503 while loading or draining) and /livez (liveness: 200 "
+                  "until the process exits) on this port, which stays open while SIGTERM's drain closes the "
+                  "main port (for Kubernetes probes; 0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
   sub->add_option("--backlog", o.backlog, "Connections the kernel queues before they are accepted")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
@@ -613,7 +645,9 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   sub->add_option(
       "--chat-template", f->chat_template,
-      "Chat template: chatml, llama2, llama3, a Jinja file, or Jinja source (default: the model's)");
+      "Chat template: a Jinja file, Jinja source or one of llama-server's names (chatml, llama2, llama3, "
+      "llama4, gemma, mistral-v7, phi4, deepseek3, command-r, ...; an unknown name lists them) "
+      "(default: the model's)");
   sub->add_option("--chat-template-file", f->chat_template_file, "Chat template from a Jinja file");
   sub->add_option("--max-queue", o.engine.max_queue, "Requests that may wait for a slot; more get 503")
       ->capture_default_str()

@@ -13,6 +13,7 @@
 #include "cli/synth_model.h"
 #include "cli/synth_vocab.h"
 #include "gguf/gguf.h"
+#include "gguf/keys.h"
 #include "gguf/writer.h"
 
 namespace lazyslot::cli {
@@ -84,7 +85,7 @@ Status RunSynth(const SynthOptions& o) {
   if (!o.vocab_from.empty()) {
     LS_ASSIGN_OR_RETURN(vocab_src, gguf::File::Open(o.vocab_from));
     LS_ASSIGN_OR_RETURN(const gguf::Value* tokens,
-                        vocab_src->GetArray("tokenizer.ggml.tokens", gguf::ValueType::kString));
+                        vocab_src->GetArray(gguf::keys::kTokenizerTokens, gguf::ValueType::kString));
     const int64_t n_tokens = static_cast<int64_t>(tokens->strings.size());
     if (o.n_vocab != 0 && o.n_vocab != n_tokens) {
       return InvalidArgument("--n-vocab " + std::to_string(o.n_vocab) + " disagrees with the " +
@@ -98,7 +99,7 @@ Status RunSynth(const SynthOptions& o) {
   LS_RETURN_IF_ERROR(AddSynthModel(shape, type, o.seed, &w));  // architecture keys + lazy tensors
   if (vocab_src) {
     for (const gguf::KeyValue& kv : vocab_src->metadata()) {
-      if (kv.key.rfind("tokenizer.", 0) == 0) LS_RETURN_IF_ERROR(w.CopyKv(kv.value, kv.key));
+      if (kv.key.rfind(gguf::keys::kTokenizerPrefix, 0) == 0) LS_RETURN_IF_ERROR(w.CopyKv(kv.value, kv.key));
     }
   } else {
     LS_ASSIGN_OR_RETURN(SynthVocab vocab, BuildSynthVocab(shape.n_vocab));

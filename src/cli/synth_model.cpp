@@ -8,9 +8,13 @@
 #include <memory>
 #include <vector>
 
+#include "gguf/keys.h"
 #include "quant/quant.h"
 
 namespace lazyslot::cli {
+
+namespace keys = gguf::keys;
+
 namespace {
 
 // splitmix64: a tiny, well-mixed generator; each tensor gets its own stream from (seed, name).
@@ -407,51 +411,52 @@ Status AddSynthModel(const SynthShape& s, TensorType type, uint64_t seed, gguf::
   LS_RETURN_IF_ERROR(ValidateSynth(s, type));
   LS_ASSIGN_OR_RETURN(uint32_t file_type, FileTypeFor(type));
   const std::string a = s.arch;
-  w->SetString("general.architecture", a);
+  auto Key = [&a](const char* suffix) { return keys::ArchKey(a, suffix); };
+  w->SetString(keys::kGeneralArchitecture, a);
   // llama.cpp gives Phi-3's special tokens their attributes when general.name contains "phi3", and fails on a
   // vocabulary without them: a synth phi3 is named "p3".
-  w->SetString("general.name",
+  w->SetString(keys::kGeneralName,
                "lazyslot-synth-" + (s.arch == "phi3" ? std::string("p3") : s.arch) + "-" + s.name);
-  w->SetU32("general.file_type", file_type);
-  if (Traits(type).block_size > 1) w->SetU32("general.quantization_version", 2);
-  w->SetU32(a + ".context_length", static_cast<uint32_t>(s.n_ctx));
-  w->SetU32(a + ".embedding_length", static_cast<uint32_t>(s.n_embd));
-  w->SetU32(a + ".block_count", static_cast<uint32_t>(s.n_layer));
-  w->SetU32(a + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
-  w->SetU32(a + ".attention.head_count", static_cast<uint32_t>(s.n_head));
-  w->SetU32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
-  w->SetU32(a + ".attention.key_length", static_cast<uint32_t>(s.head_dim));
-  w->SetU32(a + ".attention.value_length", static_cast<uint32_t>(s.head_dim));
+  w->SetU32(keys::kGeneralFileType, file_type);
+  if (Traits(type).block_size > 1) w->SetU32(keys::kGeneralQuantizationVersion, 2);
+  w->SetU32(Key(keys::kContextLength), static_cast<uint32_t>(s.n_ctx));
+  w->SetU32(Key(keys::kEmbeddingLength), static_cast<uint32_t>(s.n_embd));
+  w->SetU32(Key(keys::kBlockCount), static_cast<uint32_t>(s.n_layer));
+  w->SetU32(Key(keys::kFeedForwardLength), static_cast<uint32_t>(s.n_ff));
+  w->SetU32(Key(keys::kAttentionHeadCount), static_cast<uint32_t>(s.n_head));
+  w->SetU32(Key(keys::kAttentionHeadCountKv), static_cast<uint32_t>(s.n_head_kv));
+  w->SetU32(Key(keys::kAttentionKeyLength), static_cast<uint32_t>(s.head_dim));
+  w->SetU32(Key(keys::kAttentionValueLength), static_cast<uint32_t>(s.head_dim));
   if (IsEncoderArch(s.arch)) {
-    w->SetF32(a + ".attention.layer_norm_epsilon", s.eps);
-    w->SetBool(a + ".attention.causal", false);
-    w->SetU32(a + ".pooling_type", s.arch == "bert" ? 2 : 1);  // cls as bge, mean as nomic-embed-text
+    w->SetF32(Key(keys::kAttentionLayerNormEpsilon), s.eps);
+    w->SetBool(Key(keys::kAttentionCausal), false);
+    w->SetU32(Key(keys::kPoolingType), s.arch == "bert" ? 2 : 1);  // cls as bge, mean as nomic-embed-text
   } else {
-    w->SetF32(a + ".attention.layer_norm_rms_epsilon", s.eps);
-    w->SetF32(a + ".rope.freq_base", s.rope_base);
-    w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(s.n_rot > 0 ? s.n_rot : s.head_dim));
+    w->SetF32(Key(keys::kAttentionLayerNormRmsEpsilon), s.eps);
+    w->SetF32(Key(keys::kRopeFreqBase), s.rope_base);
+    w->SetU32(Key(keys::kRopeDimensionCount), static_cast<uint32_t>(s.n_rot > 0 ? s.n_rot : s.head_dim));
   }
   if (s.arch == "nomic-bert") {  // NEOX RoPE over all of each head, as nomic-embed-text's converted files
-    w->SetF32(a + ".rope.freq_base", s.rope_base);
-    if (s.n_rot > 0) w->SetU32(a + ".rope.dimension_count", static_cast<uint32_t>(s.n_rot));
+    w->SetF32(Key(keys::kRopeFreqBase), s.rope_base);
+    if (s.n_rot > 0) w->SetU32(Key(keys::kRopeDimensionCount), static_cast<uint32_t>(s.n_rot));
   }
   if (s.arch == "phi3") {  // LongRoPE: the short factors up to n_ctx_orig cells a sequence, the long ones beyond
-    w->SetU32(a + ".rope.scaling.original_context_length", static_cast<uint32_t>(s.n_ctx_orig));
+    w->SetU32(Key(keys::kRopeScalingOriginalContextLength), static_cast<uint32_t>(s.n_ctx_orig));
     const double ratio = static_cast<double>(s.n_ctx) / static_cast<double>(s.n_ctx_orig);
     const double attn_factor =
         ratio <= 1 ? 1.0 : std::sqrt(1 + std::log(ratio) / std::log(static_cast<double>(s.n_ctx_orig)));
-    w->SetF32(a + ".rope.scaling.attn_factor", static_cast<float>(attn_factor));
+    w->SetF32(Key(keys::kRopeScalingAttnFactor), static_cast<float>(attn_factor));
   }
   if (s.arch == "gemma3") {  // no pattern key: llama.cpp's default period of 6, as converted Gemma 3 files
-    w->SetU32(a + ".attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
-    w->SetF32(a + ".rope.freq_base_swa", 10000.0f);
+    w->SetU32(Key(keys::kAttentionSlidingWindow), static_cast<uint32_t>(s.sliding_window));
+    w->SetF32(Key(keys::kRopeFreqBaseSwa), 10000.0f);
   }
   if (s.arch == "qwen3moe") {
-    w->SetU32(a + ".expert_count", static_cast<uint32_t>(s.n_expert));
-    w->SetU32(a + ".expert_used_count", static_cast<uint32_t>(s.n_expert_used));
-    w->SetU32(a + ".expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
+    w->SetU32(Key(keys::kExpertCount), static_cast<uint32_t>(s.n_expert));
+    w->SetU32(Key(keys::kExpertUsedCount), static_cast<uint32_t>(s.n_expert_used));
+    w->SetU32(Key(keys::kExpertFeedForwardLength), static_cast<uint32_t>(s.n_ff_exp));
   }
-  w->SetU64("lazyslot.synth.seed", seed);
+  w->SetU64(keys::kLazyslotSynthSeed, seed);
 
   for (const TensorPlan& t : PlanTensors(s)) {
     const TensorType tt = t.weight ? type : TensorType::kF32;

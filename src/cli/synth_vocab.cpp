@@ -6,6 +6,9 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/utf8.h"
+#include "gguf/keys.h"
+
 namespace lazyslot::cli {
 namespace {
 
@@ -41,21 +44,6 @@ constexpr const char* kSample =
 // Letters appended to existing tokens once the sample has no pair left that occurs twice (English frequency
 // order, so the filler tokens still look like word pieces).
 constexpr const char* kFillLetters = "etaoinshrdlcumwfgypbvkjxqz";
-
-std::string Utf8(uint32_t cp) {
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    s += static_cast<char>(0xE0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
 
 bool IsLetter(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
@@ -161,7 +149,7 @@ const std::vector<std::string>& ByteSymbols() {
     uint32_t next = 256;
     for (uint32_t b = 0; b < 256; ++b) {
       const bool same = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      t[b] = Utf8(same ? b : next++);
+      t[b] = EncodeUtf8(same ? b : next++);
     }
     return t;
   }();
@@ -208,16 +196,17 @@ void WriteSynthVocab(const SynthVocab& vocab, gguf::Writer* w) {
       "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
       "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
       "{% endif %}";
-  w->SetString("tokenizer.ggml.model", "gpt2");
-  w->SetString("tokenizer.ggml.pre", "qwen2");
-  w->SetArrayString("tokenizer.ggml.tokens", vocab.tokens);
-  w->SetArrayI32("tokenizer.ggml.token_type", vocab.token_types);
-  w->SetArrayString("tokenizer.ggml.merges", vocab.merges);
-  w->SetU32("tokenizer.ggml.eos_token_id", vocab.eos_id);
-  w->SetU32("tokenizer.ggml.bos_token_id", vocab.endoftext_id);
-  w->SetU32("tokenizer.ggml.padding_token_id", vocab.endoftext_id);
-  w->SetBool("tokenizer.ggml.add_bos_token", false);
-  w->SetString("tokenizer.chat_template", kChatTemplate);
+  namespace keys = gguf::keys;
+  w->SetString(keys::kTokenizerModel, "gpt2");
+  w->SetString(keys::kTokenizerPre, "qwen2");
+  w->SetArrayString(keys::kTokenizerTokens, vocab.tokens);
+  w->SetArrayI32(keys::kTokenizerTokenType, vocab.token_types);
+  w->SetArrayString(keys::kTokenizerMerges, vocab.merges);
+  w->SetU32(keys::kTokenizerEosId, vocab.eos_id);
+  w->SetU32(keys::kTokenizerBosId, vocab.endoftext_id);
+  w->SetU32(keys::kTokenizerPadId, vocab.endoftext_id);
+  w->SetBool(keys::kTokenizerAddBos, false);
+  w->SetString(keys::kTokenizerChatTemplate, kChatTemplate);
 }
 
 }  // namespace lazyslot::cli

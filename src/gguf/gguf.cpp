@@ -14,6 +14,7 @@
 #include <new>
 
 #include "core/vm.h"
+#include "gguf/keys.h"
 
 namespace lazyslot::gguf {
 
@@ -360,7 +361,7 @@ class Parser {
   }
 
   Status ParseAlignment() {
-    const Value* v = f_->Find("general.alignment");
+    const Value* v = f_->Find(keys::kGeneralAlignment);
     if (v == nullptr) return Status::Ok();
     const std::string ctx = "key 'general.alignment'";
     if (v->type != ValueType::kU32) return Fail(ctx, "has type " + TypeDescription(*v) + ", expected u32");

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <memory>
 
+#include "gguf/keys.h"
+
 namespace lazyslot::gguf {
 
 namespace {
@@ -228,7 +230,7 @@ Status Writer::AddTensor(const std::string& name, TensorType type, std::vector<i
 }
 
 uint32_t Writer::Alignment() const {
-  const Value* v = Find("general.alignment");
+  const Value* v = Find(keys::kGeneralAlignment);
   if (v != nullptr && v->type == ValueType::kU32 && v->u != 0 && (v->u & (v->u - 1)) == 0) {
     return static_cast<uint32_t>(v->u);
   }
@@ -323,7 +325,7 @@ class TempFile {
 }  // namespace
 
 Status Writer::Write(const std::string& path, ProgressFn progress) const {
-  const Value* align_kv = Find("general.alignment");
+  const Value* align_kv = Find(keys::kGeneralAlignment);
   if (align_kv != nullptr && (align_kv->type != ValueType::kU32 || Alignment() != align_kv->u)) {
     return InvalidArgument("gguf writer: general.alignment must be a u32 power of two");
   }

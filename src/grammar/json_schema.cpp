@@ -7,6 +7,7 @@
 #include <functional>
 #include <set>
 
+#include "core/utf8.h"
 #include "grammar/json_schema_internal.h"
 
 namespace lazyslot::grammar {
@@ -575,7 +576,7 @@ class Converter {
       std::string body;
       if (!t[i].terminal) body = "\"\\\"\"";
       for (const auto& [cp, kid] : t[i].kids) {
-        body += (body.empty() ? "" : " | ") + GbnfLiteral(schema::EncodeUtf8(cp)) + " " + names_of[kid];
+        body += (body.empty() ? "" : " | ") + GbnfLiteral(EncodeUtf8(cp)) + " " + names_of[kid];
         used.push_back({cp, cp});
       }
       body += (body.empty() ? "" : " | ") + schema::GbnfClass(ComplementSet(NormalizeSet(used))) + " " +

@@ -17,9 +17,6 @@ namespace lazyslot::grammar::schema {
 // `[...]` for a code-point set (escaping what GBNF classes need). An empty set gives `[^\x00-\U0010FFFF]`.
 std::string GbnfClass(const CpSet& set);
 
-// The UTF-8 of one code point.
-std::string EncodeUtf8(uint32_t cp);
-
 // Rules named `prefix-<hint>` (sanitized), deduplicated by body; the start rule is `prefix` itself.
 class RuleTable {
  public:

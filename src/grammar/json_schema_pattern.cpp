@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "core/utf8.h"
 #include "grammar/json_schema_internal.h"
 
 namespace lazyslot::grammar::schema {

@@ -55,6 +55,8 @@ size_t Matcher::MinBytesToEnd() const {
   const CompiledGrammar& g = *state_->grammar;
   uint32_t best = kUnreachable;
   for (const Stack& s : state_->set->stacks) {
+    // A begun character needs a top to take it: a finished (empty) stack cannot, so it does not end here.
+    if (state_->need > 0 && s.empty()) continue;
     uint32_t sum = 0;
     for (size_t i = 0; i < s.size(); ++i) {
       // Inside a UTF-8 sequence the top's character is already begun: its remaining bytes, then the rest.

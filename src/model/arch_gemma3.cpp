@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "gguf/keys.h"
 #include "model/arch.h"
 #include "model/bind.h"
 #include "model/forward.h"
@@ -18,8 +19,7 @@ namespace {
 constexpr uint32_t kDefaultPatternPeriod = 6;
 
 Status ReadGemma3HParams(const gguf::File& f, HParams* hp) {
-  const std::string a = hp->arch + ".";
-  const std::string window_key = a + "attention.sliding_window";
+  const std::string window_key = gguf::keys::ArchKey(hp->arch, gguf::keys::kAttentionSlidingWindow);
   if (!f.Find(window_key)) {
     return NotFound("model: " + f.path() + ": gemma3 needs the key '" + window_key + "' (its local layers' window)");
   }
@@ -29,7 +29,7 @@ Status ReadGemma3HParams(const gguf::File& f, HParams* hp) {
                    ", expected 1 .. context_length (" + std::to_string(hp->n_ctx_train) + ")");
   }
   // The pattern: a period p (layer il is local unless il % p == p - 1), or one bool per layer (true: local).
-  const std::string pattern_key = a + "attention.sliding_window_pattern";
+  const std::string pattern_key = gguf::keys::ArchKey(hp->arch, gguf::keys::kAttentionSlidingWindowPattern);
   const uint32_t n_layer = static_cast<uint32_t>(hp->n_layer);
   std::vector<bool> local(n_layer);
   if (const gguf::Value* v = f.Find(pattern_key); v && v->type == gguf::ValueType::kArray) {
@@ -49,11 +49,13 @@ Status ReadGemma3HParams(const gguf::File& f, HParams* hp) {
   }
   hp->layer_window.assign(n_layer, 0);
   for (uint32_t il = 0; il < n_layer; ++il) hp->layer_window[il] = local[il] ? static_cast<int32_t>(window) : 0;
-  LS_ASSIGN_OR_RETURN(hp->rope_freq_base_swa, f.GetF32Or(a + "rope.freq_base_swa", 10000.0f));
+  LS_ASSIGN_OR_RETURN(hp->rope_freq_base_swa,
+                      f.GetF32Or(gguf::keys::ArchKey(hp->arch, gguf::keys::kRopeFreqBaseSwa), 10000.0f));
   hp->rope_freq_scale_swa = 1.0f;
-  LS_ASSIGN_OR_RETURN(hp->final_logit_softcap, f.GetF32Or(a + "final_logit_softcapping", 0.0f));
+  const std::string softcap_key = gguf::keys::ArchKey(hp->arch, gguf::keys::kFinalLogitSoftcapping);
+  LS_ASSIGN_OR_RETURN(hp->final_logit_softcap, f.GetF32Or(softcap_key, 0.0f));
   if (!(hp->final_logit_softcap >= 0.0f) || !std::isfinite(hp->final_logit_softcap)) {
-    return Corrupt("model: " + f.path() + ": '" + a + "final_logit_softcapping' must be a finite value >= 0");
+    return Corrupt("model: " + f.path() + ": '" + softcap_key + "' must be a finite value >= 0");
   }
   hp->embd_scale = std::sqrt(static_cast<float>(hp->n_embd));
   // Gemma 3 27B (62 layers) scales q by n_embd / n_head rather than head_dim, as llama.cpp does.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 
+#include "gguf/keys.h"
 #include "model/arch.h"
 #include "model/bind.h"
 
@@ -16,12 +17,12 @@ namespace lazyslot {
 namespace {
 
 Status ReadPhi3HParams(const gguf::File& f, HParams* hp) {
-  const std::string a = hp->arch + ".";
-  LS_ASSIGN_OR_RETURN(uint32_t n_orig, f.GetU32Or(a + "rope.scaling.original_context_length",
-                                                  static_cast<uint32_t>(hp->n_ctx_train)));
-  LS_ASSIGN_OR_RETURN(hp->rope_attn_factor, f.GetF32Or(a + "rope.scaling.attn_factor", 1.0f));
+  const std::string orig_key = gguf::keys::ArchKey(hp->arch, gguf::keys::kRopeScalingOriginalContextLength);
+  const std::string attn_factor_key = gguf::keys::ArchKey(hp->arch, gguf::keys::kRopeScalingAttnFactor);
+  LS_ASSIGN_OR_RETURN(uint32_t n_orig, f.GetU32Or(orig_key, static_cast<uint32_t>(hp->n_ctx_train)));
+  LS_ASSIGN_OR_RETURN(hp->rope_attn_factor, f.GetF32Or(attn_factor_key, 1.0f));
   if (!(hp->rope_attn_factor > 0) || !std::isfinite(hp->rope_attn_factor)) {
-    return Corrupt("model: " + f.path() + ": " + a + "rope.scaling.attn_factor must be positive");
+    return Corrupt("model: " + f.path() + ": " + attn_factor_key + " must be positive");
   }
   hp->n_ctx_orig = static_cast<int32_t>(std::min<uint32_t>(n_orig, 1u << 30));
   return Status::Ok();

@@ -3,6 +3,7 @@
 // token, their softmax weights renormalised to sum to 1 (norm_topk_prob), and sums their outputs.
 #include <string>
 
+#include "gguf/keys.h"
 #include "model/arch.h"
 #include "model/bind.h"
 #include "model/forward.h"
@@ -14,21 +15,23 @@ namespace {
 constexpr uint32_t kMaxExperts = 1 << 12;
 
 Status ReadQwen3MoeHParams(const gguf::File& f, HParams* hp) {
-  const std::string a = hp->arch + ".";
-  LS_ASSIGN_OR_RETURN(uint32_t n_expert, f.GetU32(a + "expert_count"));
-  LS_ASSIGN_OR_RETURN(uint32_t n_used, f.GetU32(a + "expert_used_count"));
-  LS_ASSIGN_OR_RETURN(uint32_t n_ff_exp, f.GetU32(a + "expert_feed_forward_length"));
+  namespace keys = gguf::keys;
+  const std::string count_key = keys::ArchKey(hp->arch, keys::kExpertCount);
+  const std::string used_key = keys::ArchKey(hp->arch, keys::kExpertUsedCount);
+  const std::string ff_key = keys::ArchKey(hp->arch, keys::kExpertFeedForwardLength);
+  LS_ASSIGN_OR_RETURN(uint32_t n_expert, f.GetU32(count_key));
+  LS_ASSIGN_OR_RETURN(uint32_t n_used, f.GetU32(used_key));
+  LS_ASSIGN_OR_RETURN(uint32_t n_ff_exp, f.GetU32(ff_key));
   if (n_expert == 0 || n_expert > kMaxExperts) {
-    return Corrupt("model: " + f.path() + ": " + a + "expert_count is " + std::to_string(n_expert) +
+    return Corrupt("model: " + f.path() + ": " + count_key + " is " + std::to_string(n_expert) +
                    ", expected 1.." + std::to_string(kMaxExperts));
   }
   if (n_used == 0 || n_used > n_expert) {
-    return Corrupt("model: " + f.path() + ": " + a + "expert_used_count is " + std::to_string(n_used) +
+    return Corrupt("model: " + f.path() + ": " + used_key + " is " + std::to_string(n_used) +
                    ", expected 1..expert_count (" + std::to_string(n_expert) + ")");
   }
   if (n_ff_exp == 0 || n_ff_exp > (1u << 20)) {
-    return Corrupt("model: " + f.path() + ": " + a + "expert_feed_forward_length is " +
-                   std::to_string(n_ff_exp));
+    return Corrupt("model: " + f.path() + ": " + ff_key + " is " + std::to_string(n_ff_exp));
   }
   hp->n_expert = static_cast<int32_t>(n_expert);
   hp->n_expert_used = static_cast<int32_t>(n_used);

@@ -20,7 +20,8 @@ constexpr int64_t kRowGrain = 4;
 
 // Tokens of a prompt attended together: each block of a kv head's K/V rows is read once for all of them,
 // and its V passes run six rows at a time (ops/attention.cpp): 12 tokens of 2 query heads per kv head fill
-// four such passes where 8 left a pass of 4 rows (pp512 Q8_0, 5 alternating rounds: 1.07x over 8).
+// four such passes exactly, where a tile of 8 would leave a pass of 4 rows (pp512 Q8_0, 5 alternating
+// rounds: 12 is 1.07x as fast as 8).
 constexpr int64_t kAttnTile = 12;
 // Attention tasks per thread, at least, when a task takes several kv heads (dynamic balance on a shared
 // machine).
@@ -224,8 +225,9 @@ void Forward::Attend(int il, const Batch& b, float scale, int32_t window) {
   const int64_t n_tasks = n_tiles * n_runs;
   // Tasks are taken from a shared counter run of heads by run, and within a run last tiles (the longest)
   // first, so causal prompts balance and the tiles of a batch read the run's K/V rows while they are still
-  // in cache. At 16,384 held tokens a kv head's rows are 8 MiB, more than the cache: token by token, each
-  // token streamed them from memory; a tile of 8 read them once per 8 tokens (pp16 3.6-4.6 -> 7.0-7.1 t/s).
+  // in cache. At 16,384 held tokens a kv head's rows are 8 MiB, more than the cache: attended token by
+  // token, every token would stream them from memory; a tile reads them once per kAttnTile tokens (pp16
+  // with 8-token tiles: 7.0-7.1 t/s against 3.6-4.6 token by token).
   std::atomic<int64_t> next{0};
   auto attend = [&](int ith, int) {
     AttentionScratch& scratch = attn_scratch_[ith];
@@ -280,8 +282,8 @@ void Forward::AddResidual() {
 void Forward::AddResidualNormInput(const std::vector<float>& w) {
   const HParams& hp = model_.hparams();
   const int64_t n_embd = hp.n_embd;
-  // The row-wise steps run on the pool for prompts (one thread doing them alone was ~7% of pp512; a
-  // token's rows stay inline).
+  // The row-wise steps run on the pool for prompts (on one thread alone they would take ~7% of pp512); a
+  // token's rows stay inline (kRowGrain).
   pool_.ParallelFor(n_rows_, kRowGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       float* x = x_.data() + i * n_embd;

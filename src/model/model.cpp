@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "core/vm.h"
+#include "gguf/keys.h"
 #include "model/bind.h"
 #include "ops/attention.h"
 #include "ops/thread_pool.h"
@@ -14,6 +15,9 @@
 #include "quant/quant.h"
 
 namespace lazyslot {
+
+namespace keys = gguf::keys;
+
 namespace {
 
 std::string Shape(const gguf::TensorInfo& t) {
@@ -319,25 +323,30 @@ void Model::CopyWeightsToHugePages() {
                                     .c_str());
 }
 
+Result<std::string> Model::ChatTemplate(std::string_view name) const {
+  return file_->GetString(keys::TokenizerChatTemplate(name));
+}
+
 Status Model::ReadHParams() {
   const gguf::File& f = *file_;
-  LS_ASSIGN_OR_RETURN(hp_.arch, f.GetString("general.architecture"));
+  LS_ASSIGN_OR_RETURN(hp_.arch, f.GetString(keys::kGeneralArchitecture));
   arch_ = FindArch(hp_.arch);
   if (!arch_) {
     return Unimplemented("model: " + f.path() + ": unknown architecture '" + hp_.arch +
                          "' (supported: " + SupportedArchNames() + ")");
   }
-  const std::string a = hp_.arch + ".";
-  LS_ASSIGN_OR_RETURN(uint32_t n_ctx, f.GetU32(a + "context_length"));
-  LS_ASSIGN_OR_RETURN(uint32_t n_embd, f.GetU32(a + "embedding_length"));
-  LS_ASSIGN_OR_RETURN(uint32_t n_layer, f.GetU32(a + "block_count"));
+  auto Key = [&](const char* suffix) { return keys::ArchKey(hp_.arch, suffix); };
+  LS_ASSIGN_OR_RETURN(uint32_t n_ctx, f.GetU32(Key(keys::kContextLength)));
+  LS_ASSIGN_OR_RETURN(uint32_t n_embd, f.GetU32(Key(keys::kEmbeddingLength)));
+  LS_ASSIGN_OR_RETURN(uint32_t n_layer, f.GetU32(Key(keys::kBlockCount)));
   if (n_embd == 0 || n_layer == 0 || n_layer > 4096 || n_embd > (1u << 20)) {
     return Corrupt("model: " + f.path() + ": implausible embedding_length " + std::to_string(n_embd) +
                    " or block_count " + std::to_string(n_layer));
   }
-  LS_ASSIGN_OR_RETURN(auto n_ff, f.GetU32PerLayer(a + "feed_forward_length", n_layer));
-  LS_ASSIGN_OR_RETURN(auto n_head, f.GetU32PerLayer(a + "attention.head_count", n_layer));
-  LS_ASSIGN_OR_RETURN(auto n_head_kv, f.GetU32PerLayerOr(a + "attention.head_count_kv", n_layer, n_head[0]));
+  LS_ASSIGN_OR_RETURN(auto n_ff, f.GetU32PerLayer(Key(keys::kFeedForwardLength), n_layer));
+  LS_ASSIGN_OR_RETURN(auto n_head, f.GetU32PerLayer(Key(keys::kAttentionHeadCount), n_layer));
+  LS_ASSIGN_OR_RETURN(auto n_head_kv,
+                      f.GetU32PerLayerOr(Key(keys::kAttentionHeadCountKv), n_layer, n_head[0]));
   for (uint32_t il = 1; il < n_layer; ++il) {
     if (n_ff[il] != n_ff[0] || n_head[il] != n_head[0] || n_head_kv[il] != n_head_kv[0]) {
       return Unimplemented("model: " + f.path() + ": per-layer differing head counts or n_ff are not supported");
@@ -347,44 +356,46 @@ Status Model::ReadHParams() {
     return Corrupt("model: " + f.path() + ": head_count " + std::to_string(n_head[0]) +
                    " must be a positive multiple of head_count_kv " + std::to_string(n_head_kv[0]));
   }
-  LS_ASSIGN_OR_RETURN(uint32_t key_len, f.GetU32Or(a + "attention.key_length", n_embd / n_head[0]));
-  LS_ASSIGN_OR_RETURN(uint32_t val_len, f.GetU32Or(a + "attention.value_length", key_len));
+  LS_ASSIGN_OR_RETURN(uint32_t key_len, f.GetU32Or(Key(keys::kAttentionKeyLength), n_embd / n_head[0]));
+  LS_ASSIGN_OR_RETURN(uint32_t val_len, f.GetU32Or(Key(keys::kAttentionValueLength), key_len));
   if (key_len != val_len || key_len == 0 || key_len % 2 != 0) {
     return Unimplemented("model: " + f.path() + ": key_length " + std::to_string(key_len) + " and value_length " +
                          std::to_string(val_len) + " must be equal and even");
   }
   if (arch_->encoder) {
-    LS_ASSIGN_OR_RETURN(hp_.norm_eps, f.GetF32(a + "attention.layer_norm_epsilon"));
+    LS_ASSIGN_OR_RETURN(hp_.norm_eps, f.GetF32(Key(keys::kAttentionLayerNormEpsilon)));
   } else {
-    LS_ASSIGN_OR_RETURN(hp_.rms_eps, f.GetF32(a + "attention.layer_norm_rms_epsilon"));
+    LS_ASSIGN_OR_RETURN(hp_.rms_eps, f.GetF32(Key(keys::kAttentionLayerNormRmsEpsilon)));
   }
-  LS_ASSIGN_OR_RETURN(hp_.causal, f.GetBoolOr(a + "attention.causal", !arch_->encoder));
+  LS_ASSIGN_OR_RETURN(hp_.causal, f.GetBoolOr(Key(keys::kAttentionCausal), !arch_->encoder));
   if (hp_.causal == arch_->encoder) {
-    return Unimplemented("model: " + f.path() + ": " + hp_.arch +
-                         " with attention.causal = " + (hp_.causal ? "true" : "false") + " is not supported");
+    return Unimplemented("model: " + f.path() + ": " + hp_.arch + " with " + keys::kAttentionCausal + " = " +
+                         (hp_.causal ? "true" : "false") + " is not supported");
   }
-  LS_ASSIGN_OR_RETURN(hp_.rope_freq_base, f.GetF32Or(a + "rope.freq_base", 10000.0f));
-  LS_ASSIGN_OR_RETURN(uint32_t n_rot, f.GetU32Or(a + "rope.dimension_count", key_len));
+  LS_ASSIGN_OR_RETURN(hp_.rope_freq_base, f.GetF32Or(Key(keys::kRopeFreqBase), 10000.0f));
+  LS_ASSIGN_OR_RETURN(uint32_t n_rot, f.GetU32Or(Key(keys::kRopeDimensionCount), key_len));
   if (n_rot == 0 || n_rot % 2 != 0 || n_rot > key_len) {  // the first n_rot dims of a head rotate, in pairs
-    return Corrupt("model: " + f.path() + ": " + a + "rope.dimension_count is " + std::to_string(n_rot) +
-                   ", expected an even count in 2..head_dim (" + std::to_string(key_len) + ")");
+    return Corrupt("model: " + f.path() + ": " + Key(keys::kRopeDimensionCount) + " is " +
+                   std::to_string(n_rot) + ", expected an even count in 2..head_dim (" +
+                   std::to_string(key_len) + ")");
   }
   // Linear RoPE scaling: freq_scale = 1 / factor.
   float factor = 0;
-  if (f.Find(a + "rope.scaling.factor")) {
-    LS_ASSIGN_OR_RETURN(factor, f.GetF32(a + "rope.scaling.factor"));
-  } else if (f.Find(a + "rope.scale_linear")) {
-    LS_ASSIGN_OR_RETURN(factor, f.GetF32(a + "rope.scale_linear"));
+  if (f.Find(Key(keys::kRopeScalingFactor))) {
+    LS_ASSIGN_OR_RETURN(factor, f.GetF32(Key(keys::kRopeScalingFactor)));
+  } else if (f.Find(Key(keys::kRopeScaleLinear))) {
+    LS_ASSIGN_OR_RETURN(factor, f.GetF32(Key(keys::kRopeScaleLinear)));
   }
-  if (f.Find(a + "rope.scaling.type")) {
-    LS_ASSIGN_OR_RETURN(std::string type, f.GetString(a + "rope.scaling.type"));
+  if (f.Find(Key(keys::kRopeScalingType))) {
+    LS_ASSIGN_OR_RETURN(std::string type, f.GetString(Key(keys::kRopeScalingType)));
     if (type != "linear" && type != "none") {
-      return Unimplemented("model: " + f.path() + ": rope.scaling.type '" + type + "' is not supported");
+      return Unimplemented("model: " + f.path() + ": " + std::string(keys::kRopeScalingType) + " '" + type +
+                           "' is not supported");
     }
     if (type == "none") factor = 0;
   }
   hp_.rope_freq_scale = factor > 0 ? 1.0f / factor : 1.0f;
-  LS_ASSIGN_OR_RETURN(uint32_t pooling, f.GetU32Or(a + "pooling_type", 0));
+  LS_ASSIGN_OR_RETURN(uint32_t pooling, f.GetU32Or(Key(keys::kPoolingType), 0));
   hp_.pooling = pooling <= 4 ? static_cast<PoolingType>(pooling) : PoolingType::kNone;
 
   const gguf::TensorInfo* embd = f.FindTensor(tn::kTokenEmbd);

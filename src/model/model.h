@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -109,6 +110,9 @@ class Model {
   const HParams& hparams() const { return hp_; }
   const ArchSpec& arch() const { return *arch_; }
   const gguf::File& file() const { return *file_; }
+  // The chat template the file carries: `tokenizer.chat_template` for an empty name, else the named one
+  // (`tokenizer.chat_template.<name>`, e.g. "rerank"). NotFound when the file has none by that name.
+  Result<std::string> ChatTemplate(std::string_view name = {}) const;
 
   const WeightView& token_embd() const { return token_embd_; }
   const std::vector<float>& output_norm() const { return output_norm_; }

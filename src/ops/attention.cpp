@@ -39,15 +39,16 @@ using ops_internal::ExpF8;
 constexpr int kKeyBlock = 32;  // scores computed per block of keys before the sequential softmax update
 // A block of keys that at least this many tokens of a batch attend to has its V slices (one kv head, 32 x
 // head_dim) converted to f32 once instead of once per token and query-head pair: the V pass then spends its
-// F16C conversions on the accumulator only. (Converting K too was slower: twice the block's bytes in L1.)
+// F16C conversions on the accumulator only. K stays F16: converting it too measured slower (twice the
+// block's bytes in L1).
 constexpr int kConvertTokens = 3;
 
 // A kv head's slice of a K or V row is a few cache lines out of a row that holds every kv head, so rows
 // are kilobytes apart and the hardware prefetcher does not follow them: the lines of the row kPrefetchKeys
 // ahead are requested explicitly (tg at 1,024 held tokens: see docs/bench.md). They are asked into L2
 // (T1), not L1: a request into L1 holds one of the core's few L1 miss slots until its line arrives, so T0
-// capped a task at about 5 GB/s of K/V from memory; tg32 at 4,096 held tokens went 16.0 -> 19.9 t/s (Zen 4,
-// docs/bench.md session 22). 16 keys ahead instead of 8 changed nothing.
+// caps a task at about 5 GB/s of K/V from memory (on a Zen 4 VM, tg32 at 4,096 held tokens: 16.0 t/s with
+// T0, 19.9 with T1; docs/bench.md). 16 keys ahead measures the same as 8.
 constexpr int kPrefetchKeys = 8;
 
 inline void Prefetch(const uint8_t* p, size_t bytes) {
@@ -56,8 +57,10 @@ inline void Prefetch(const uint8_t* p, size_t bytes) {
   }
 }
 
+// The vector paths need AVX2 and F16C: the process's level (quant::ActiveIsa) is AVX2 or above, which
+// includes F16C.
 bool HaveF16Simd() {
-  static const bool have = quant::ActiveKernels().isa != quant::Isa::kScalar;  // AVX2 implies F16C here
+  static const bool have = quant::ActiveIsa() >= quant::Isa::kAvx2;
   return have;
 }
 
@@ -102,7 +105,7 @@ LS_TARGET_AVX2 void BlockExpF8(const float* score, int nb, float m, float* p) {
 }
 
 // acc[d] = RoundF16(acc[d] * ms) for d < hd (hd % 8 == 0), eight at a time: the F16C conversion rounds to
-// nearest even like F32ToF16, and the software one cost ~9% of pp512 when the running max grows.
+// nearest even like F32ToF16 (the software conversion would cost ~9% of pp512 when the running max grows).
 LS_TARGET_AVX2 void ScaleRoundF16x8(float* acc, int hd, float ms) {
   const __m256 s = _mm256_set1_ps(ms);
   for (int d = 0; d < hd; d += 8) {
@@ -260,7 +263,7 @@ LS_TARGET_AVX2 inline void ScoresF16(const uint8_t* const* k, const float* q, in
 // acc[h][d0, d0 + 8 DC) += p[h][jj] * v_jj for the block's keys in order (F16-rounded), for NQ rows (heads,
 // or a prompt's tokens times heads) that each have their own probabilities p[h] and accumulator acc[h].
 // Always inlined: as a call of its own, generation's form (16 accumulators and 8 V registers against
-// AVX2's 16) spilled worse and took 0.09-0.10 ns per key, value and row instead of 0.07.
+// AVX2's 16) spills worse and takes 0.09-0.10 ns per key, value and row instead of 0.07.
 template <int NQ, int DC, bool kF32>
 LS_TARGET_AVX2 __attribute__((always_inline)) inline void AccumulateF16(const uint8_t* const* v, int nb,
                                                                         const float* const* p,
@@ -409,8 +412,8 @@ LS_TARGET_AVX2 void FlashBlockF16(const float* q, const uint8_t* const* k, const
 
 // Which V passes the flash path uses, chosen by timing both forms once per shape (they give the same bits):
 // a generated token's (two heads over F16 rows) and a prompt's (kGroupRows rows over f32 copies).
-// g_flash_forced overrides both for tests (-1: not forced). The AVX-512 form exists where the quant layer's
-// active set is AVX-512 (the CPU has it and LAZYSLOT_ISA does not force less).
+// g_flash_forced overrides both for tests (-1: not forced). The AVX-512 form runs only where the process's
+// level is AVX-512 (quant::ActiveIsa: the CPU has it and LAZYSLOT_ISA does not force less).
 struct FlashChoice {
   bool wide = false, wide_rows = false;
   // ns per key, value and row: generation's pass, then the prompt's; 0: not timed
@@ -418,7 +421,7 @@ struct FlashChoice {
 };
 std::atomic<int> g_flash_forced{-1};
 
-bool WideAvailable() { return quant::ActiveKernels().isa == quant::Isa::kAvx512; }
+bool WideAvailable() { return quant::ActiveIsa() == quant::Isa::kAvx512; }
 
 // Best of repeated V passes over one synthetic block (32 keys, `rows` rows, hd 128), ~2 ms per variant.
 template <class Pass, class Prob, class Acc>

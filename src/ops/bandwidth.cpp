@@ -9,6 +9,8 @@
 #include <cstring>
 #include <vector>
 
+#include "quant/kernels.h"
+
 namespace lazyslot {
 namespace {
 
@@ -65,7 +67,7 @@ ReadBuffer::~ReadBuffer() {
 }
 
 double ReadPassBytesPerSecond(ThreadPool& pool, const ReadBuffer& buf, uint64_t* checksum) {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
+  static const bool avx2 = quant::ActiveIsa() >= quant::Isa::kAvx2;
   const size_t units = buf.size() / kPage;  // split on page boundaries: every share stays 128-byte aligned
   std::vector<uint64_t> sums(pool.n_threads(), 0);
   const auto t0 = std::chrono::steady_clock::now();

@@ -28,7 +28,8 @@ class ReadBuffer {
 };
 
 // One timed pass: the pool's threads each read a contiguous 1/nth of `buf` with 32-byte loads (AVX2 where
-// the CPU has it, else 16-byte SSE2). Returns bytes per second. `checksum` receives a value derived from
+// the process's level, quant::ActiveIsa, is AVX2 or above: the CPU has it and LAZYSLOT_ISA allows it), else
+// with 16-byte SSE2 loads. Returns bytes per second. `checksum` receives a value derived from
 // the data, so the reads cannot be optimised away.
 double ReadPassBytesPerSecond(ThreadPool& pool, const ReadBuffer& buf, uint64_t* checksum);
 

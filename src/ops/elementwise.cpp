@@ -15,8 +15,9 @@ namespace lazyslot {
 
 namespace {
 
+// The process's level (quant::ActiveIsa: the CPU's, capped by LAZYSLOT_ISA).
 bool HaveAvx2() {
-  static const bool have = quant::ActiveKernels().isa != quant::Isa::kScalar;
+  static const bool have = quant::ActiveIsa() >= quant::Isa::kAvx2;
   return have;
 }
 

@@ -1,4 +1,6 @@
-// MatMul: encode the activations once, then the threads take chunks of weight rows from a shared queue.
+// MatMul: encode the activations once, then split the weight rows into chunks over the pool: generation gives
+// each thread a contiguous range of chunks to stream in order (ThreadPool::ParallelForRanges), prompt batches
+// hand chunks out one at a time to whichever thread asks (ParallelForDynamic), tiny products run inline.
 // Within a chunk the activation rows go eight at a time through the kernel's tile (a K-quant weight block is
 // decoded once per eight rows), and the chunk's weights (<= 16 KiB) stay in L1 while the batch streams by.
 // Prompt-sized batches of a format with a packed kernel (Q4_K, Q5_K, Q6_K, Q8_0, Q4_0) first interleave the
@@ -24,13 +26,13 @@ constexpr int64_t kTileRows =
     8;  // activation rows per kernel call (the K-quant tiles decode a block once for 8)
 constexpr int64_t kDecodeRows = 4;  // batches up to this size stream the weights like a single token
 // Packing a chunk costs about as much as a few activation rows through the plain tile, so small batches
-// (several slots decoding together) keep the plain tile. 16 is a cautious guess: one comparison at 5 was
-// inside the noise (docs/bench.md).
+// (several slots decoding together) keep the plain tile. 16 is a cautious guess: at 5 the measured difference
+// is within the noise (docs/bench.md).
 constexpr int64_t kPackMinRows = 16;
 
 // Weight rows per work chunk. Generation (m <= 4) streams the weights from memory: each thread runs its own
 // contiguous range of ~128 KiB chunks in order (ThreadPool::ParallelForRanges), so its reads stay one stream
-// (handing chunks out in turn cost ~1 us of cold stream per chunk: 32 KiB chunks in turn gave 0.75x the tg
+// (handing chunks out in turn costs ~1 us of cold stream per chunk: 32 KiB chunks in turn give 0.75x the tg
 // of 128 KiB ones, docs/bench.md), and every thread still has at least kMinChunksPerThread chunks of a matrix
 // that the others can take over from its end. Prompt batches reuse each chunk m / 4 times: <= 16 KiB keeps
 // it in L1 next to the current activation tile, and they take chunks from one shared counter.
@@ -67,7 +69,7 @@ struct Plan {
   const uint8_t* prep = nullptr;  // the packed kernel's prepared rows [m, prep_row_bytes], if it has them
   size_t prep_row_bytes = 0;
   int64_t chunk_rows = 0;
-  int64_t first_chunk = 0;  // index of this target's first chunk in the shared queue
+  int64_t first_chunk = 0;  // index of this target's first chunk among the pass's chunks (targets in order)
 };
 
 // Rows [r0, r0 + 8 * groups) through the packed kernel: interleave them once, then every activation row.
@@ -265,8 +267,8 @@ void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, c
       RunChunk(p, r0, std::min(p.w->n_out, r0 + p.chunk_rows), m);
     }
   };
-  // Tiny products (a few thousand multiply-adds) run inline; generation's chunks go by ranges (above), the
-  // rest to the shared queue chunk by chunk.
+  // Tiny products (a few thousand multiply-adds) run inline; generation's chunks go by ranges (above), a
+  // prompt's one at a time from a shared counter.
   int64_t work = 0;
   for (int j = 0; j < n_targets; ++j) work += plans[j].w->n_out * n_in * m;
   if (work < (int64_t{1} << 15)) {

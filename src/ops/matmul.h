@@ -53,9 +53,9 @@ struct MatMulTarget {
 inline constexpr int kMatMulMaxTargets = 16;
 
 // Several matrices applied to activations in one pass over the pool (q/k/v or gate/up on the same x; the
-// experts a token is routed to, each on its own x): each distinct x is encoded once per vec-dot type and every
-// matrix's rows share one work queue, so the threads synchronise once instead of once per matrix. All w must
-// have the same n_in; every target's activations have m rows.
+// experts a token is routed to, each on its own x): each distinct x is encoded once per vec-dot type and the
+// chunks of every matrix's rows are split over the pool as one piece of work, so the threads synchronise once
+// instead of once per matrix. All w must have the same n_in; every target's activations have m rows.
 void MatMulMulti(ThreadPool& pool, const MatMulTarget* targets, int n_targets, const float* x, int64_t m,
                  MatMulScratch& scratch);
 

@@ -43,7 +43,7 @@ class ThreadPool {
   // Splits the chunks [0, n) into one contiguous range per thread; each thread runs its range's chunks
   // in order, front to back, then takes the chunks left in the other ranges from their backs. A generating
   // step streams the weights: a thread's next chunk then starts where its last one ended, so the hardware
-  // prefetcher keeps its stream (with chunks handed out in turn, each new chunk paid a cold start), while a
+  // prefetcher keeps its stream (with chunks handed out in turn, each new chunk pays a cold start), while a
   // descheduled or slower thread still leaves its last chunks to the others. fn(c) runs each chunk once.
   // Runs inline, in order, with a single thread or a single chunk.
   void ParallelForRanges(int64_t n, const std::function<void(int64_t chunk)>& fn);

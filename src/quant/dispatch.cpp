@@ -1,6 +1,10 @@
 // Builds the kernel tables: detects the CPU once, builds the scalar/AVX2/AVX-512 sets, honours LAZYSLOT_ISA,
-// self-checks the starting active set, and implements the public quant.h functions on top of it. The
-// per-format choices by measurement that later refine the active set live in select.cpp.
+// self-checks the starting active set, and implements the public quant.h functions on top of it. It is the
+// process's only reader of the CPU's features and of LAZYSLOT_ISA (DetectCpu, IsaOverride, ActiveIsa): the
+// measured selection (select.cpp) and the ops layer's own SIMD paths ask these. The per-format choices by
+// measurement that later refine the active set live in select.cpp.
+#include <cpuid.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -54,7 +58,7 @@ KernelSet WithGemv(KernelSet s) {
 }
 
 std::vector<KernelSet> BuildAvailable() {
-  const CpuFeatures cpu = DetectCpu();
+  const CpuFeatures& cpu = DetectCpu();
   std::vector<KernelSet> sets;
   sets.push_back(ScalarKernels());
   if (cpu.avx2) {
@@ -90,7 +94,7 @@ bool ParseIsa(const char* env, Isa* out) {
 // Picks the best set (or the one LAZYSLOT_ISA asks for) whose self-check passes.
 KernelSet ChooseActive() {
   std::vector<KernelSet> sets = BuildAvailable();
-  const int want = static_cast<int>(ResolveIsa(std::getenv("LAZYSLOT_ISA"), sets.back().isa));
+  const int want = static_cast<int>(IsaOverride().level);
   for (int i = want; i > 0; --i) {
     const std::string failure = SelfCheck(sets[i]);
     if (failure.empty()) return sets[i];
@@ -152,16 +156,47 @@ int FormatIndex(TensorType type) {
   }
 }
 
-CpuFeatures DetectCpu() {
-  CpuFeatures f;
-  __builtin_cpu_init();
-  f.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-             __builtin_cpu_supports("avx512vnni");
-  f.avx512bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
-  return f;
+const CpuFeatures& DetectCpu() {
+  static const CpuFeatures cpu = [] {
+    CpuFeatures f;
+    __builtin_cpu_init();
+#if defined(__clang__)
+    // clang 14's __builtin_cpu_supports has no "f16c": CPUID leaf 1 ECX, with the OS saving AVX state (as
+    // libgcc reports it).
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    f.f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) && __builtin_cpu_supports("avx");
+#else
+    f.f16c = __builtin_cpu_supports("f16c");
+#endif
+    f.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f.f16c;
+    f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vnni");
+    f.avx512bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+    return f;
+  }();
+  return cpu;
 }
+
+Isa CpuIsa() {
+  const CpuFeatures& cpu = DetectCpu();
+  return cpu.avx512 ? Isa::kAvx512 : cpu.avx2 ? Isa::kAvx2 : Isa::kScalar;
+}
+
+const IsaRequest& IsaOverride() {
+  static const IsaRequest request = [] {
+    IsaRequest r;
+    const char* env = std::getenv("LAZYSLOT_ISA");
+    r.value = env ? env : "";
+    Isa forced_level;
+    r.forced = ForcedIsa(env, CpuIsa(), &forced_level);
+    r.level = ResolveIsa(env, CpuIsa());  // warns once about a value it ignores
+    return r;
+  }();
+  return request;
+}
+
+Isa ActiveIsa() { return ActiveKernels().isa; }
 
 const KernelSet& ScalarKernels() {
   static const KernelSet set = MakeScalarKernels();

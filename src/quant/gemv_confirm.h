@@ -45,7 +45,7 @@ class GemvConfirmation {
   static constexpr int64_t kMaxSamples = 20000;
   // A candidate must beat the start-up choice by this fraction of the pass to replace it. Candidates within
   // a few percent trade places from run to run on a shared VM (Q4_K's AVX-512 4-row gemv and AVX2 1-row loop
-  // on Zen 4, docs/bench.md session 17), and such a swap gains nothing that tg can show.
+  // on Zen 4, docs/bench.md), and such a swap gains nothing that tg can show.
   static constexpr double kMargin = 0.05;
 
   GemvConfirmation(std::string type, std::vector<GemvCandidate> candidates);

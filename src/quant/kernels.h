@@ -93,7 +93,7 @@ struct KernelSet {
   // always share their arithmetic.
   VecDotTileFn gemv[kFormatCount] = {};
   PackedKernel packed[kFormatCount] = {};  // optional; never filled from the scalar set
-  InterleavedKernel interleaved[kFormatCount] = {};  // optional; AVX-512 Q4_K and Q8_0 so far
+  InterleavedKernel interleaved[kFormatCount] = {};  // optional; the AVX-512 set has Q4_K's and Q8_0's
 };
 
 // The scalar reference set (always complete).
@@ -119,13 +119,31 @@ Isa ResolveIsa(const char* env, Isa best);
 // True when `env` names a level (scalar, avx2, avx512; no warning otherwise); *level is it, capped at `best`.
 bool ForcedIsa(const char* env, Isa best, Isa* level);
 
-// What the CPU (and OS) can run, detected once with __builtin_cpu_supports.
+// What the CPU (and OS) can run. This is the program's one question to the CPU (__builtin_cpu_supports),
+// asked once per process; everything else asks CpuIsa, IsaOverride or ActiveIsa below.
 struct CpuFeatures {
+  bool f16c = false;        // F16C (half <-> float conversions)
   bool avx2 = false;        // AVX2 + FMA + F16C
   bool avx512 = false;      // AVX-512 F, BW, VL, DQ and VNNI
   bool avx512bf16 = false;  // AVX-512 BF16 (vdpbf16ps)
 };
-CpuFeatures DetectCpu();
+const CpuFeatures& DetectCpu();
+// The highest level the CPU runs (the level of the last set AvailableKernels returns).
+Isa CpuIsa();
+
+// LAZYSLOT_ISA as this process reads it: once, here and nowhere else. `forced` when it names a level;
+// `level` is ResolveIsa(value, CpuIsa()) (an unknown value is warned about once and ignored).
+struct IsaRequest {
+  bool forced = false;
+  Isa level = Isa::kScalar;
+  std::string value;  // the variable's text, "" when unset
+};
+const IsaRequest& IsaOverride();
+
+// The level every SIMD path of the process runs at, the quant kernels' and the ops layer's own loops (ops
+// vector code, attention's V pass variants, the bandwidth pass) alike: ActiveKernels().isa, i.e. the CPU's
+// best, capped by LAZYSLOT_ISA, lowered where that level's kernels fail their self-check.
+Isa ActiveIsa();
 
 // Per-ISA tables filled by kernels_avx2*.cpp / kernels_avx512*.cpp; they overwrite the entries they implement
 // and leave the others as they were (AVX-512 is filled on top of AVX2).

@@ -110,9 +110,9 @@ LS_TARGET_AVX2 inline __m256i UnpackQ4_0(const BlockQ4_0& b) {
 }
 
 // Weight rows are streamed once per token from DRAM; the hardware prefetcher alone keeps too few lines in
-// flight on these VMs, so each step asks for the lines 2 KiB ahead (tg: 12.7 -> 15.2 t/s on qwen3-0.6b Q8_0,
-// 2 threads, with 1 KiB; 512 B gave 13.9; 2 KiB +5% over 1 KiB and 4 KiB none, medians of 4 alternating runs
-// on a quieter machine; docs/bench.md).
+// flight on these VMs, so each step asks for the lines 2 KiB ahead (tg on qwen3-0.6b Q8_0, 2 threads: 12.7
+// t/s without, 13.9 with 512 B, 15.2 with 1 KiB; 2 KiB +5% over 1 KiB and 4 KiB no more, medians of 4
+// alternating runs on a quieter machine; docs/bench.md).
 constexpr int kPrefetchBytes = 2048;
 
 // Activation scales converted once per tile call for rows of up to this many blocks (n <= 16,384); longer
@@ -319,7 +319,7 @@ LS_TARGET_AVX2 void QuantizeQ8_K(const float* src, void* dst, int64_t n) {
     __m256 m = _mm256_setzero_ps();
     for (int k = 0; k < kQK_K; k += 8) m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask));
     const float amax = simd::Hmax(m);
-    // The first position holding the magnitude, 8 at a time (the scalar scan was ~2% of pp512).
+    // The first position holding the magnitude, 8 at a time (a scalar scan takes ~2% of pp512).
     int imax = kQK_K - 1;
     const __m256 va = _mm256_set1_ps(amax);
     for (int k = 0; k < kQK_K; k += 8) {

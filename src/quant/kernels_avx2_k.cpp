@@ -13,8 +13,8 @@ namespace {
 using simd::HalfToFloat;
 using simd::HsumI32PairToFloat;
 
-// Weight lines asked for ahead of use, as in kernels_avx2.cpp (Q4_K tg: 20.1 -> 27.4 t/s on qwen3-0.6b with
-// 1 KiB). A K-quant block costs more arithmetic per byte, so the lines are asked for further ahead: one
+// Weight lines asked for ahead of use, as in kernels_avx2.cpp (Q4_K tg on qwen3-0.6b: 20.1 t/s without, 27.4
+// with 1 KiB). A K-quant block costs more arithmetic per byte, so the lines are asked for further ahead: one
 // thread streaming a DRAM-sized Q4_K matrix, 9.2 GB/s at 1 KiB, 12.0 at 2 KiB, 11.9 at 4 KiB; tg 4 KiB +6%.
 constexpr int kPrefetchBytes = 4096;
 constexpr int kFourPrefetchBytes = 8192;  // the 4-row Q4_K gemv's linear stream (DotQ4KFour)
@@ -294,7 +294,7 @@ float DotK(const void* w, const void* x, int64_t n) {
 }
 
 // One activation row (generation) against n_w weight rows, the single-row kernel inlined in the loop: a call
-// per weight row cost ~4% of tg128 on qwen3-0.6b Q4_K (4 blocks per row).
+// per weight row costs ~4% of tg128 on qwen3-0.6b Q4_K (4 blocks per row).
 template <template <int> class Kernel>
 __attribute__((flatten)) LS_TARGET_AVX2 void OneRowK(const uint8_t* wb, size_t w_stride, int64_t n_w,
                                                      const BlockQ8_K* x, int64_t nb, float* out) {
@@ -343,8 +343,8 @@ LS_TARGET_AVX2 inline void DotQ4KFour(const uint8_t* const* rows, const BlockQ8_
   for (int64_t ib = 0; ib < nb; ++ib) {
     const size_t off = static_cast<size_t>(ib) * sizeof(BlockQ4_K);
     // The four rows are contiguous: their lines are asked for as one linear stream, kFourPrefetchBytes ahead
-    // of the first row, four blocks per step (per-row streams 4 KiB ahead made Zen 5's Q4_K tg 16% slower:
-    // they lose its hardware prefetcher; docs/bench.md, session 13).
+    // of the first row, four blocks per step (per-row streams 4 KiB ahead make Zen 5's Q4_K tg 16% slower:
+    // they lose its hardware prefetcher; docs/bench.md).
     simd::PrefetchLines(rows[0] + kFourPrefetchBytes + 4 * off, 4 * sizeof(BlockQ4_K));
     __m256i v[8];     // isum of rows 0-3, then their msum
     int32_t head[4];  // d, dmin of each row

@@ -50,7 +50,7 @@ void RowStarts(const void* w, size_t w_stride, const Block** rows) {
 }
 
 // Scales, mins and super-scales of block `b` (Q4_K or Q5_K: same header) into row r's lanes of `p`; the
-// 6-bit fields unpacked in a vector register (scalar KScaleMin calls were 8.5% of an AVX2 pp512 Q4_K
+// 6-bit fields unpacked in a vector register (scalar KScaleMin calls would take 8.5% of an AVX2 pp512 Q4_K
 // profile).
 template <class Packed>
 LS_TARGET_AVX2 void PackHeader(const uint8_t* b, int r, Packed& p) {

@@ -31,9 +31,9 @@ namespace {
 
 // The four rows of a pass are contiguous (a matrix's rows are), so their lines are asked for as one linear
 // stream this far ahead of the pass's first row, four blocks' worth per block step. Asking for each row's
-// lines 4 KiB ahead of that row, as the single-row dot does, left Zen 5 streaming Q4_K from DRAM at 0.86x
+// lines 4 KiB ahead of that row, as the single-row dot does, leaves Zen 5 streaming Q4_K from DRAM at 0.86x
 // and Q6_K at 0.81-0.93x of the linear stream (four interleaved row streams lose its hardware prefetcher;
-// docs/bench.md, session 13).
+// docs/bench.md).
 constexpr int kPrefetchBytes = 8192;
 
 // Asks for the lines of block step ib of the pass whose first row starts at `first`: bytes [4 ib, 4 ib + 4)

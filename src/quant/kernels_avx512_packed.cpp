@@ -52,8 +52,9 @@ LS_TARGET_AVX512 inline __m512 Scales(const InterleavedQ8_0x16& b) {
 // Sixteen rows' 32-byte runs (row k in v[k]) interleaved 4 bytes at a time into 8 steps of 64 bytes: step s
 // = bytes 4s..4s+3 of rows 0..15. Rows k and k + 8 share a register, the unpacks of simd::Interleave8x32 work
 // within its 128-bit lanes, and one two-source permute per step puts the four quarters (rows 0-3, 4-7, 8-11,
-// 12-15) in order. Everything stays in registers (with two 8-row interleaves through the stack, Pack32x16
-// was 7.4% of a Zen 5 pp512 Q8_0 profile; now 3.6%, mostly the first touch of the weights).
+// 12-15) in order. Everything stays in registers: two 8-row interleaves through the stack would make
+// Pack32x16 7.4% of a Zen 5 pp512 Q8_0 profile against 3.6% (before the prefetch below), most of which is
+// the first touch of the weights.
 LS_TARGET_AVX512 inline void Interleave16x32(const __m256i* v, uint8_t (*dst)[64]) {
   __m512i r[8], t[8], u[8];
   for (int k = 0; k < 8; ++k) r[k] = _mm512_inserti64x4(_mm512_castsi256_si512(v[k]), v[k + 8], 1);
@@ -86,8 +87,8 @@ LS_TARGET_AVX512 void Pack32x16(const void* w, size_t w_stride, int64_t n, void*
   Packed32x16* out = static_cast<Packed32x16*>(dst);
   const uint8_t* base = static_cast<const uint8_t*>(w);
   // The group's 16 rows are contiguous: their span is asked for as one linear stream 4 KiB ahead, a block of
-  // each row's worth per step (16 row streams lose the hardware prefetcher; Pack32x16 3.6% -> 2.4% of a Zen 5
-  // pp512 Q8_0 profile).
+  // each row's worth per step (16 row streams lose the hardware prefetcher: Pack32x16 takes 2.4% of a Zen 5
+  // pp512 Q8_0 profile with the one stream, 3.6% without it).
   const size_t step = kRows * sizeof(Block);
   for (int64_t ib = 0; ib < nb; ++ib) {
     simd::PrefetchLines(base + kPackPrefetchBytes + ib * step, step);
@@ -247,7 +248,7 @@ const Block* RowBlocks(const void* w, size_t w_stride, int r) {
 }
 
 // d, dmin, scales and mins of Q4_K/Q5_K block `b` (same header layout) into row r's lanes; the 6-bit fields
-// unpacked in a vector register (the scalar KScaleMin calls were ~1% of pp512).
+// unpacked in a vector register (scalar KScaleMin calls would take ~1% of pp512).
 template <class Packed>
 LS_TARGET_AVX512 void PackHeader16(const uint8_t* b, int r, Packed& p) {
   uint16_t d, dmin;

@@ -49,8 +49,8 @@ constexpr size_t kStreamBytes = 1 << 20;  // gemv weight bytes per timing thread
 constexpr int kTileActs = 4;           // activation rows of a timed tile call
 constexpr int kPackedCalls = 16;       // timed packed tile calls of kCheckActs rows after one pack
 constexpr int kMinRounds = 3;          // timed passes per variant and row length, at least
-// The same for the gemv, whose passes from memory spread more: with 3, a Zen 4 VM chose a Q4_K gemv that
-// decodes ~20% slower in 6 of 16 selections; with 8, in 1 of 20 (docs/bench.md, session 16; ~8 ms more).
+// The same for the gemv, whose passes from memory spread more: with 3, a Zen 4 VM chooses a Q4_K gemv that
+// decodes ~20% slower in 6 of 16 selections; with 8, in 1 of 20 (docs/bench.md; ~8 ms more).
 constexpr int kMinGemvRounds = 8;
 constexpr int kMaxRounds = 1000;
 constexpr int64_t kMaxRowLength = int64_t{1} << 20;  // longer rows are not selected (their buffers get big)
@@ -705,12 +705,13 @@ std::string SelectKernels(const std::vector<MatrixShape>& shapes, int threads) {
   const Clock::time_point t0 = Clock::now();
   static const std::vector<KernelSet> sets = AvailableKernels();
   SelectOptions opt;
-  const char* env = std::getenv("LAZYSLOT_ISA");
-  opt.forced = ForcedIsa(env, sets.back().isa, &opt.level);
+  const IsaRequest& isa = IsaOverride();
+  opt.forced = isa.forced;
+  opt.level = isa.level;
   const int hardware = static_cast<int>(std::thread::hardware_concurrency());
   opt.gemv_threads = std::clamp(std::min(threads, hardware > 0 ? hardware : 1), 1, kMaxSelectThreads);
   st.mode =
-      opt.forced ? "LAZYSLOT_ISA=" + std::string(env) + " forces the " + IsaName(opt.level) + " set" : "";
+      opt.forced ? "LAZYSLOT_ISA=" + isa.value + " forces the " + IsaName(opt.level) + " set" : "";
   const std::vector<FormatChoice> choices = SelectFrom(sets, shapes, opt, &MutableActiveKernels(), st.chosen);
   for (const FormatChoice& c : choices) {
     st.summary[c.format] = c.summary;

@@ -72,7 +72,8 @@ LS_TARGET_AVX2 inline __m256 PhaseSum(const float (*acc)[8]) {
                        _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7])));
 }
 
-// Phase accumulators that are never zeroed (a 1 KiB memset per call was 8% of the AVX2 Q8_0 prompt kernel):
+// Phase accumulators that are never zeroed (a 1 KiB memset per call would take 8% of the AVX2 Q8_0 prompt
+// kernel):
 // block ib adds onto PhaseStart(acc[ib % 8], ib), +0 for the first 8 blocks, and PhaseSum(acc, nb) reads the
 // phases no block reached (nb < 8) as +0, so the bits are those of zeroed accumulators.
 LS_TARGET_AVX2 inline __m256 PhaseStart(const float* a, int64_t ib) {

@@ -1,5 +1,7 @@
 // HttpServer: binds the port, answers /health with 503 while the engine loads, then serves every route.
-// Cross-cutting hooks live here: API-key check, loading gate, OpenAI-style 404/500 bodies, response counts.
+// Cross-cutting hooks live here: API-key check, loading gate, OpenAI-style 404/500 bodies, response counts,
+// and the drain (SIGTERM): the listener closed at once, idle connections closed, later requests refused with
+// `Connection: close`; --health-port's listener, which stays open until the process exits.
 #include "server/http_server.h"
 
 #include <sys/socket.h>
@@ -15,10 +17,12 @@
 #include "core/log.h"
 #include "server/admin/webui.h"
 #include "server/anthropic/anthropic_api.h"
+#include "server/embeddings/embed_batch.h"
 #include "server/http/errors.h"
 #include "server/http/request_body.h"
 #include "server/http/server_limits.h"
 #include "server/server_state.h"
+#include "server/vertex.h"
 
 namespace lazyslot::server {
 namespace {
@@ -32,10 +36,17 @@ std::string PresentedKey(const httplib::Request& req) {
   return req.get_header_value("X-Api-Key");
 }
 
+// /health, /v1/health and, under Vertex AI (AIP_HEALTH_ROUTE), its health path: public, answered while the
+// model loads and while the server drains.
+bool IsHealthPath(const std::string& path) {
+  static const std::string vertex = VertexHealthRoute();
+  return path == "/health" || path == "/v1/health" || (!vertex.empty() && path == vertex);
+}
+
 bool IsPublic(const ServerOptions& o, const std::string& path) {
   // As llama-server: health and the model list answer without a key, and so do the web page's files (the
   // page asks for the key and sends it with its own requests).
-  return path == "/health" || path == "/v1/health" || path == "/models" || path == "/v1/models" ||
+  return IsHealthPath(path) || path == "/models" || path == "/v1/models" ||
          (o.metrics_no_auth && path == "/metrics") || (o.webui && IsWebUiPath(path));
 }
 
@@ -131,15 +142,34 @@ std::string AllowedOrigin(const ServerOptions& o, const httplib::Request& req) {
   return "";
 }
 
+// Set by the pre-routing hook on a connection's thread when it refuses a request because of the drain (its
+// body is left unread, so the connection must close after the 503); read and cleared by the logger hook.
+thread_local bool t_refused_for_drain = false;
+
 // Routes that keep answering while the server drains: liveness, readiness and monitoring.
 bool AnswersWhileDraining(const std::string& path) {
-  return path == "/health" || path == "/v1/health" || path == "/metrics" || path == "/props" ||
+  return IsHealthPath(path) || path == "/metrics" || path == "/props" ||
          path == "/slots" || path == "/models" || path == "/v1/models";
+}
+
+// An error answered before routing (a body over the limit, a wrong method), in the shape of the API the path
+// belongs to: Anthropic's for /v1/messages*, TEI's for /embed and /embed_all, else OpenAI's as given.
+void InRouteShape(const httplib::Request& req, httplib::Response& res) {
+  if (req.path.rfind("/v1/messages", 0) == 0) {
+    const nlohmann::json body = nlohmann::json::parse(res.body, nullptr, /*allow_exceptions=*/false);
+    if (!body.is_object() || !body.contains("error") || !body["error"].is_object()) return;
+    res.set_content(Dump(AnthropicErrorBody(res.status, body["error"].value("message", std::string("error")))),
+                    "application/json; charset=utf-8");
+  } else if (req.path == "/embed" || req.path == "/embed_all") {
+    ConvertToTeiError(res);
+  }
 }
 
 void InstallHooks(ServerState& st) {
   httplib::Server& http = st.http;
   http.set_pre_routing_handler([&st](const httplib::Request& req, httplib::Response& res) {
+    // First of all, before the drain flag is read: Drain() closes only connections not counted here.
+    st.connections.Begin(req);
     const std::string origin = AllowedOrigin(st.opts, req);
     if (!origin.empty()) {
       res.set_header("Access-Control-Allow-Origin", origin);
@@ -172,7 +202,7 @@ void InstallHooks(ServerState& st) {
     }
     // /health and the page answer while loading (the page shows the loading state); every other route,
     // public or not, waits for the engine.
-    if (req.path == "/health" || req.path == "/v1/health" || (st.opts.webui && IsWebUiPath(req.path))) {
+    if (IsHealthPath(req.path) || (st.opts.webui && IsWebUiPath(req.path))) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     if (!IsPublic(st.opts, req.path) && !st.opts.api_keys.empty() &&
@@ -191,8 +221,12 @@ void InstallHooks(ServerState& st) {
       return httplib::Server::HandlerResponse::Handled;
     }
     if (st.draining.load() && !AnswersWhileDraining(req.path)) {
+      // Only a connection opened before the drain gets here (the listener is closed): close it after this
+      // answer, so the client opens a new one, which is refused, and goes to another replica.
+      res.set_header("Connection", "close");
       SetError(res, 503,
                "the server is draining (shutting down) and takes no new requests; retry on another replica");
+      t_refused_for_drain = true;
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -203,6 +237,7 @@ void InstallHooks(ServerState& st) {
       httplib::Server::HandlerWithResponse([&st](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
         if (FillTransportError(req, res, st.opts.max_body_size)) {
+          InRouteShape(req, res);
           return httplib::Server::HandlerResponse::Handled;
         }
         if (res.status == 404) {
@@ -216,6 +251,7 @@ void InstallHooks(ServerState& st) {
         } else {
           SetError(res, res.status, "HTTP error " + std::to_string(res.status));
         }
+        InRouteShape(req, res);
         return httplib::Server::HandlerResponse::Handled;
       }));
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
@@ -228,7 +264,14 @@ void InstallHooks(ServerState& st) {
     }
     SetError(res, 500, "internal error: " + what);
   });
+  // While draining, every response whose headers are still to be written says `Connection: close`.
+  http.set_post_routing_handler([&st](const httplib::Request&, httplib::Response& res) {
+    if ((st.draining.load() || st.stopping.load()) && !res.has_header("Connection")) {
+      res.set_header("Connection", "close");
+    }
+  });
   http.set_logger([&st](const httplib::Request& req, const httplib::Response& res) {
+    st.connections.End(req);
     // A refused connection's read side is shut after its 503; httplib's attempt to read another request
     // from it ends in a 400 that is never sent (no request line): not a response, not counted.
     if (!(RejectingThisConnection() && req.method.empty())) {
@@ -238,7 +281,15 @@ void InstallHooks(ServerState& st) {
     LS_LOG_DEBUG("%s %s -> %d", req.method.c_str(), req.path.c_str(), res.status);
     // Runs after the response is written: only now may a rejected connection's reads be shut down
     // (httplib writes nothing to a socket whose read side reports end of file).
-    if (RejectingThisConnection()) CloseConnectionAfterResponse(req);
+    const bool refused_for_drain = t_refused_for_drain;
+    t_refused_for_drain = false;
+    if (RejectingThisConnection() || refused_for_drain) {
+      CloseConnectionAfterResponse(req);
+    } else if (st.draining.load() || st.stopping.load()) {
+      // A response in flight when the drain began (a stream's headers went out before it): its connection
+      // is closed now rather than left idle, where a balancer could send it the next request.
+      CloseAfterResponseUnlessPipelined(req);
+    }
   });
   http.set_payload_max_length(static_cast<size_t>(st.opts.max_body_size));
   if (st.opts.socket_timeout_s > 0) {
@@ -251,6 +302,83 @@ void InstallHooks(ServerState& st) {
     return new ConnectionQueue(max_connections, rejected);
   };
 }
+
+// httplib's stop(), unless the drain already shut the listener (httplib closed that descriptor when its
+// accept failed; stop() would close the number again, whatever it names by then). Connections end on their
+// own then: each closes after its response, and the idle ones are closed here.
+void StopListener(ServerState& st) {
+  std::lock_guard<std::mutex> lock(st.listener_mu);
+  if (st.listener_closed) {
+    st.connections.CloseIdle(st.opts.port);
+    return;
+  }
+  st.listener_stopped = true;
+  st.http.stop();
+}
+
+// --health-port: GET /health, /v1/health (readiness, as on the main port: 503 while loading or draining) and
+// /livez (liveness: 200 while the process runs, loading and draining included) on a listener of its own,
+// which the drain leaves open; it is stopped last, just before the engine goes.
+class HealthPort {
+ public:
+  explicit HealthPort(ServerState& st) : st_(st) {}
+  ~HealthPort() { Stop(); }
+
+  Status Start() {
+    if (st_.opts.health_port <= 0) return Status::Ok();
+    st_.health_http = std::make_unique<httplib::Server>();
+    httplib::Server& h = *st_.health_http;
+    h.new_task_queue = [] { return new httplib::ThreadPool(2); };
+    h.set_keep_alive_timeout(1);  // probes open a connection each; an idle one must not delay the exit
+    h.set_read_timeout(2, 0);
+    h.set_write_timeout(2, 0);
+    ServerState& st = st_;
+    auto health = [&st](const httplib::Request& req, httplib::Response& res) {
+      try {
+        AnswerHealth(st, req, res);
+      } catch (const std::exception& e) {
+        SetError(res, 500, std::string("internal error: ") + e.what());
+      }
+    };
+    h.Get("/health", health);
+    h.Get("/v1/health", health);
+    h.Get("/livez", [&st](const httplib::Request&, httplib::Response& res) {
+      const char* state = !st.ready.load()                           ? "loading"
+                          : st.draining.load() || st.stopping.load() ? "draining"
+                                                                     : "ok";
+      res.set_content(Dump(nlohmann::json{{"status", state}}), "application/json; charset=utf-8");
+    });
+    h.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (res.body.empty())
+        SetError(res, res.status, "the health port serves GET /health and /livez only, not " + req.path);
+    });
+    if (!h.bind_to_port(st_.opts.host, st_.opts.health_port)) {
+      st_.health_http.reset();
+      return IoError("--health-port: cannot listen on " + st_.opts.host + ":" +
+                     std::to_string(st_.opts.health_port) + " (address in use, or not a local address?)");
+    }
+    thread_ = std::thread([this] {
+      st_.health_http->listen_after_bind();
+      done_.store(true);
+    });
+    return Status::Ok();
+  }
+
+  void Stop() {
+    if (!thread_.joinable()) return;
+    // stop() only acts once the listener runs; repeat until its thread has returned.
+    while (!done_.load()) {
+      st_.health_http->stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    thread_.join();
+  }
+
+ private:
+  ServerState& st_;
+  std::thread thread_;
+  std::atomic<bool> done_{false};
+};
 
 }  // namespace
 
@@ -275,12 +403,29 @@ HttpServer::~HttpServer() { Stop(); }
 
 void HttpServer::Stop() {
   state_->stopping.store(true);
-  state_->http.stop();
+  StopListener(*state_);
 }
 
 void HttpServer::Drain() {
-  if (!state_->ready.load()) return Stop();
-  state_->draining.store(true);
+  ServerState& st = *state_;
+  if (!st.ready.load()) return Stop();
+  if (st.draining.exchange(true)) return;
+  // Set before the connections are looked at: a request that begins from now on is refused, one that began
+  // before is counted as busy (the pre-routing hook counts it before reading the flag).
+  bool closed = false;
+  int idle = 0;
+  {
+    std::lock_guard<std::mutex> lock(st.listener_mu);
+    if (!st.listener_stopped && !st.listener_closed && st.listen_fd >= 0) {
+      closed = st.listener_closed = StopListening(st.listen_fd);
+    }
+    idle = st.connections.CloseIdle(st.opts.port);
+  }
+  LS_LOG_INFO("draining: %s port %d, closed %d idle connection(s)%s",
+              closed ? "stopped listening on" : "could not close the listener of", st.opts.port, idle,
+              st.opts.health_port > 0
+                  ? (", /health stays on port " + std::to_string(st.opts.health_port)).c_str()
+                  : "");
 }
 
 nlohmann::json ShutdownErrorBody(const std::string& message) {
@@ -313,6 +458,7 @@ Status HttpServer::Run() {
   RegisterAnthropicRoutes(st);
   RegisterResponsesRoutes(st);
   RegisterInfillRoute(st);
+  if (Status vertex = RegisterVertexRoutes(st); !vertex.ok()) return vertex;  // AIP_MODE=PREDICTION only
 
   // cpp-httplib listens with a backlog of 5, so a burst of connections gets resets; the socket is kept here
   // and listen() called again with --backlog once it is bound (Linux applies a new backlog that way).
@@ -329,6 +475,10 @@ Status HttpServer::Run() {
     LS_LOG_WARN("--backlog %d: listen() failed (%s); keeping cpp-httplib's backlog", st.opts.backlog,
                 std::strerror(errno));
   }
+  {
+    std::lock_guard<std::mutex> lock(st.listener_mu);
+    st.listen_fd = listen_fd;  // for Drain(), which shuts it
+  }
   std::atomic<bool> listener_done{false};
   std::thread listener([&] {
     st.http.listen_after_bind();
@@ -340,13 +490,23 @@ Status HttpServer::Run() {
                                                   : st.opts.engine.model_path.c_str());
   auto shutdown = [&] {
     st.stopping.store(true);
-    // stop() only acts once the listener runs; repeat until the listener thread has returned.
+    // stop() only acts once the listener runs; repeat until the listener thread has returned (after a drain,
+    // once the last connection closed).
     while (!listener_done.load()) {
-      st.http.stop();
+      StopListener(st);
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     listener.join();
   };
+  HealthPort health(st);
+  if (Status s = health.Start(); !s.ok()) {
+    shutdown();
+    return s;
+  }
+  if (st.opts.health_port > 0) {
+    LS_LOG_INFO("health on http://%s:%d/health and /livez (--health-port)", st.opts.host.c_str(),
+                st.opts.health_port);
+  }
 
   if (st.opts.before_load) {
     if (Status s = st.opts.before_load(&st.opts); !s.ok()) {
@@ -411,7 +571,8 @@ Status HttpServer::Run() {
     st.stopping.store(true);
   }
   const bool unexpected = !st.stopping.load();
-  shutdown();  // joins the HTTP workers (they cancel their requests on `stopping`) before the engine goes
+  shutdown();     // joins the HTTP workers (they cancel their requests on `stopping`) before the engine goes
+  health.Stop();  // its /health?ready=1 reads the engine
   st.memory_monitor->Stop();  // its sampler reads the engines
   st.model.reset();
   st.router.reset();

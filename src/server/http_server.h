@@ -34,7 +34,7 @@ struct ServerOptions {
   std::vector<std::string> tools;
   std::string tools_dir;
   // Chat template override: empty = the model's own `tokenizer.chat_template`; a built-in name (chatml,
-  // llama2, llama3); or Jinja source, labelled `chat_template_label` in /props and the log.
+  // llama3, gemma, ...: ChatTemplate::BuiltinNames()); or Jinja source, labelled `chat_template_label` in /props and the log.
   std::string chat_template;
   std::string chat_template_label = "custom";
   std::string model_alias;    // id in /v1/models and responses; empty = the model file's name
@@ -60,6 +60,10 @@ struct ServerOptions {
   // --reasoning-budget: -1 unrestricted, 0 thinking off (the template's enable_thinking = false).
   std::string reasoning_format = "auto";
   int reasoning_budget = -1;
+  // -rea/--reasoning on|off|auto (llama-server's): 1 on, 0 off, -1 auto. On and off set the templates'
+  // enable_thinking (a request's chat_template_kwargs.enable_thinking overrides it); auto leaves thinking on
+  // where the template has the switch. Off also closes a <think> the generation prompt leaves open.
+  int reasoning = -1;
   // Largest request body (--max-body-size); a bigger one is answered 413 without being read.
   uint64_t max_body_size = uint64_t{8} << 20;
   int http_threads = 0;  // 0: n_parallel + max_queue + 16 (every waiting request holds a thread)
@@ -75,7 +79,13 @@ struct ServerOptions {
   // queue of connections not yet accepted (--backlog). cors_origins: origins that may call the API from a
   // browser (exact, "*", or "localhost": http(s) on localhost, 127.0.0.1 or [::1], any port); empty: no CORS
   // headers, or "localhost" when --tools is on (as llama-server).
+  // The drain closes the main port's listener at once (new connections are refused, which every balancer
+  // retries elsewhere), closes idle kept-alive connections, and answers a request that still arrives on an
+  // open connection 503 with `Connection: close`. health_port (--health-port; 0: none): /health (readiness:
+  // 503 "draining") and /livez (liveness: 200 until the process exits) on --host:health_port, which stays
+  // open for the whole drain.
   double drain_timeout_s = 30;
+  int health_port = 0;
   int backlog = 512;
   std::vector<std::string> cors_origins;
   // Runs after the listener starts and before the engine loads (while /health says 503), e.g. to generate
@@ -95,8 +105,10 @@ class HttpServer {
   Status Run();
   // Thread-safe; makes Run() return after in-flight requests are cancelled.
   void Stop();
-  // Thread-safe graceful stop: stop admitting (503 with Retry-After, /health says "draining"), let the
-  // requests in flight finish within drain_timeout_s, then Stop(). Before the model is ready: Stop().
+  // Thread-safe graceful stop: close the listening socket (new connections are refused) and the idle
+  // kept-alive connections, answer requests still arriving on open connections 503 with Retry-After and
+  // `Connection: close` (/health says "draining", also on --health-port), let the requests in flight finish
+  // within drain_timeout_s, then Stop(). Before the model is ready: Stop().
   void Drain();
 
   struct State;

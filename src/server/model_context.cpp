@@ -13,7 +13,7 @@ namespace {
 Result<ChatTemplate> LoadTemplate(const Engine& engine, const std::string& id, const std::string& source,
                                   const std::string& label) {
   if (source.empty()) {
-    Result<std::string> src = engine.model().file().GetString("tokenizer.chat_template");
+    Result<std::string> src = engine.model().ChatTemplate();
     std::string name;
     ChatTemplate t = ChatTemplate::ForModel(src.ok() ? *src : "", &name);
     if (!src.ok()) {

@@ -19,6 +19,7 @@
 #include "engine/engine.h"
 #include "engine/sampler_dry.h"
 #include "router/router.h"
+#include "server/http/drain.h"
 #include "server/http/httplib_include.h"
 #include "server/http_server.h"
 #include "server/memory_monitor.h"
@@ -41,9 +42,6 @@ struct ModelContext {
   static constexpr size_t kMaxDryLists = 32;
   std::mutex dry_mu;
   std::map<std::vector<std::string>, std::shared_ptr<const DryBreakers>> dry_breakers;
-  // routes_infill.cpp's FIM tokens, found on the first /infill (a scan of the vocabulary).
-  std::mutex fim_mu;
-  std::shared_ptr<const void> fim_tokens;
 };
 
 // The template (`chat_template`: empty = the model's own, a built-in name or Jinja source labelled
@@ -85,6 +83,18 @@ struct HttpServer::State {
   std::atomic<uint64_t> requests_timed_out{0};    // requests cancelled by --request-timeout
   // The memory view's sampler and history (GET /memory, /memory/stream); stopped before the engines go.
   std::unique_ptr<MemoryMonitor> memory_monitor;
+
+  // The drain's sockets (http/drain.h), under listener_mu: the main port's listening descriptor (from
+  // httplib's socket-options hook); listener_closed: Drain() shut it, after which httplib closes it itself
+  // and http.stop() must never run (it would close the number again); listener_stopped: http.stop() was
+  // called, after which the descriptor may be gone and must not be shut.
+  std::mutex listener_mu;
+  int listen_fd = -1;
+  bool listener_closed = false;
+  bool listener_stopped = false;
+  ConnectionTracker connections;  // requests being answered on the main port, for closing idle connections
+  // --health-port: /health and /livez on a port of their own, open until the process exits.
+  std::unique_ptr<httplib::Server> health_http;
 };
 using ServerState = HttpServer::State;
 
@@ -138,6 +148,11 @@ class ActiveRequest {
 using RouteHandler = std::function<void(ServerState&, const httplib::Request&, httplib::Response&)>;
 // Wraps a route: exceptions become 500, and with `tei` every error leaves in TEI's shape (embed_batch.cpp).
 httplib::Server::Handler GuardRoute(ServerState& st, RouteHandler fn, bool tei = false);
+
+// GET /health (and /v1/health): 503 "Loading model" while loading, 503 {"status": "draining"} while draining,
+// with ?ready=1 503 {"status": "busy"} when a new request would wait, else 200 {"status": "ok"}. Served on the
+// main port and on --health-port.
+void AnswerHealth(ServerState& st, const httplib::Request& req, httplib::Response& res);
 
 // Why a new request would have to wait now (queue not empty, no idle slot, KV budget reserved), or "" when
 // it would start at once: the readiness of /health?ready=1 and /slots?fail_on_no_slot=1.

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "core/log.h"
+#include "gguf/keys.h"
 #include "tokenizer/tokenizer_models.h"
 #include "tokenizer/tokenizer_vocab.h"
 
@@ -96,6 +97,7 @@ class VocabTokenizer final : public Tokenizer {
     static const std::string kEmpty;
     return v_.Valid(id) ? v_.text[id] : kEmpty;
   }
+  const FimTokens& fim() const override { return v_.fim; }
 
  private:
   // llama.cpp frames every WPM text as [CLS] text [SEP] under add_special, whatever add_bos / add_eos /
@@ -106,7 +108,8 @@ class VocabTokenizer final : public Tokenizer {
     out.reserve(text.size() / 4 + 4);
     if (add_special) {
       if (v_.bos < 0) {
-        return Corrupt("WPM tokenizer: add_special needs a [CLS] token (tokenizer.ggml.bos_token_id)");
+        return Corrupt(std::string("WPM tokenizer: add_special needs a [CLS] token (") +
+                       gguf::keys::kTokenizerBosId + ")");
       }
       out.push_back(v_.bos);
     }
@@ -119,7 +122,8 @@ class VocabTokenizer final : public Tokenizer {
     }
     if (add_special) {
       if (v_.sep < 0) {
-        return Corrupt("WPM tokenizer: add_special needs a [SEP] token (tokenizer.ggml.seperator_token_id)");
+        return Corrupt(std::string("WPM tokenizer: add_special needs a [SEP] token (") +
+                       gguf::keys::kTokenizerSepId + ")");
       }
       out.push_back(v_.sep);
     }

@@ -16,6 +16,12 @@ namespace lazyslot {
 
 using TokenId = int32_t;
 
+// The fill-in-the-middle tokens of a vocabulary (llama.cpp's token_fim_*), -1 where it has none: prefix,
+// suffix, middle, padding, repository name and file separator.
+struct FimTokens {
+  TokenId pre = -1, suf = -1, mid = -1, pad = -1, rep = -1, sep = -1;
+};
+
 // Immutable after FromGguf: every method is const and safe to call from several threads at once.
 class Tokenizer {
  public:
@@ -44,6 +50,12 @@ class Tokenizer {
   virtual bool IsEog(TokenId id) const = 0;      // end of generation (eos, eot, <|im_end|>, ...)
   virtual bool IsControl(TokenId id) const = 0;  // control/unknown/unused: not normal text
   virtual const std::string& TokenText(TokenId id) const = 0;  // raw vocab entry
+  // The FIM tokens: tokenizer.ggml.fim_*_token_id, else the token with one of their usual texts
+  // (tok::FindFimTokens). None by default, for tokenizers not built from a GGUF.
+  virtual const FimTokens& fim() const {
+    static const FimTokens kNone;
+    return kNone;
+  }
 };
 
 }  // namespace lazyslot

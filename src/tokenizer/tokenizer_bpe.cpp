@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "core/utf8.h"
+#include "gguf/keys.h"
 #include "tokenizer/tokenizer_models.h"
 #include "tokenizer/unicode.h"
 
@@ -55,7 +57,7 @@ const BpeMerges::Merge* BpeMerges::FindMerge(uint64_t key) const {
 }
 
 Status BpeMerges::Load(const gguf::File& file, const Vocab& vocab) {
-  static constexpr char kKey[] = "tokenizer.ggml.merges";
+  static constexpr const char* kKey = gguf::keys::kTokenizerMerges;
   const gguf::Value* v = file.Find(kKey);
   if (v == nullptr)
     return NotFound(std::string("tokenizer metadata: key '") + kKey + "' is missing (BPE vocabulary)");
@@ -95,7 +97,7 @@ Status BpeMerges::Load(const gguf::File& file, const Vocab& vocab) {
   std::string ch;
   for (int b = 0; b < 256; ++b) {
     ch.clear();
-    unicode::AppendUtf8(unicode::ByteToCodePoint(static_cast<uint8_t>(b)), &ch);
+    AppendUtf8(unicode::ByteToCodePoint(static_cast<uint8_t>(b)), &ch);
     byte_symbol_[b] = Lookup(vocab, ch);
   }
   return Status::Ok();
@@ -109,7 +111,7 @@ void BpeMerges::Encode(const Vocab& vocab, std::string_view text, std::vector<To
   size_t start = 0;
   for (uint32_t len : lengths) {
     word.clear();
-    for (size_t i = start; i < start + len; ++i) unicode::AppendUtf8(cps[i], &word);
+    for (size_t i = start; i < start + len; ++i) AppendUtf8(cps[i], &word);
     start += len;
     EncodeWord(vocab, word, out);
   }

@@ -6,17 +6,21 @@
 #include <initializer_list>
 
 #include "core/log.h"
+#include "core/utf8.h"
+#include "gguf/keys.h"
 #include "tokenizer/unicode.h"
 
 namespace lazyslot::tok {
 
 namespace {
 
-constexpr char kKeyModel[] = "tokenizer.ggml.model";
-constexpr char kKeyPre[] = "tokenizer.ggml.pre";
-constexpr char kKeyTokens[] = "tokenizer.ggml.tokens";
-constexpr char kKeyScores[] = "tokenizer.ggml.scores";
-constexpr char kKeyTypes[] = "tokenizer.ggml.token_type";
+namespace keys = gguf::keys;
+
+constexpr const char* kKeyModel = keys::kTokenizerModel;
+constexpr const char* kKeyPre = keys::kTokenizerPre;
+constexpr const char* kKeyTokens = keys::kTokenizerTokens;
+constexpr const char* kKeyScores = keys::kTokenizerScores;
+constexpr const char* kKeyTypes = keys::kTokenizerTokenType;
 
 bool IsSignedInt(gguf::ValueType t) {
   return t == gguf::ValueType::kI8 || t == gguf::ValueType::kI16 || t == gguf::ValueType::kI32 ||
@@ -98,7 +102,7 @@ std::string DecodeByteLevel(const std::string& text) {
       continue;
     }
     std::string utf8;
-    unicode::AppendUtf8(cp, &utf8);
+    AppendUtf8(cp, &utf8);
     out += "[UNK_BYTE_0x";
     static const char kHex[] = "0123456789abcdef";
     for (char c : utf8) {
@@ -244,8 +248,7 @@ Result<Vocab> LoadVocab(const gguf::File& file) {
     return Unimplemented("tokenizer metadata: " + std::string(kKeyModel) + " = '" + model +
                          "' is not supported (supported: llama, gpt2, bert)");
   }
-  LS_ASSIGN_OR_RETURN(v.add_space_prefix,
-                      file.GetBoolOr("tokenizer.ggml.add_space_prefix", v.add_space_prefix));
+  LS_ASSIGN_OR_RETURN(v.add_space_prefix, file.GetBoolOr(keys::kTokenizerAddSpacePrefix, v.add_space_prefix));
 
   // Token texts.
   const gguf::Value* tokens = file.Find(kKeyTokens);
@@ -303,33 +306,88 @@ Result<Vocab> LoadVocab(const gguf::File& file) {
   for (TokenId* id : {&v.bos, &v.eos, &v.unk, &v.sep}) {
     if (*id >= nv) *id = -1;
   }
-  LS_RETURN_IF_ERROR(ReadSpecialId(file, "tokenizer.ggml.bos_token_id", nv, &v.bos));
-  LS_RETURN_IF_ERROR(ReadSpecialId(file, "tokenizer.ggml.eos_token_id", nv, &v.eos));
-  LS_RETURN_IF_ERROR(ReadSpecialId(file, "tokenizer.ggml.eot_token_id", nv, &v.eot));
-  LS_RETURN_IF_ERROR(ReadSpecialId(file, "tokenizer.ggml.eom_token_id", nv, &v.eom));
-  LS_RETURN_IF_ERROR(ReadSpecialId(file, "tokenizer.ggml.unknown_token_id", nv, &v.unk));
+  LS_RETURN_IF_ERROR(ReadSpecialId(file, keys::kTokenizerBosId, nv, &v.bos));
+  LS_RETURN_IF_ERROR(ReadSpecialId(file, keys::kTokenizerEosId, nv, &v.eos));
+  LS_RETURN_IF_ERROR(ReadSpecialId(file, keys::kTokenizerEotId, nv, &v.eot));
+  LS_RETURN_IF_ERROR(ReadSpecialId(file, keys::kTokenizerEomId, nv, &v.eom));
+  LS_RETURN_IF_ERROR(ReadSpecialId(file, keys::kTokenizerUnkId, nv, &v.unk));
   // llama.cpp's spelling of the key.
-  LS_RETURN_IF_ERROR(ReadSpecialId(file, "tokenizer.ggml.seperator_token_id", nv, &v.sep));
-  LS_ASSIGN_OR_RETURN(v.add_sep, file.GetBoolOr("tokenizer.ggml.add_sep_token", v.add_sep));
-  LS_ASSIGN_OR_RETURN(v.add_bos, file.GetBoolOr("tokenizer.ggml.add_bos_token", v.add_bos));
-  LS_ASSIGN_OR_RETURN(v.add_eos, file.GetBoolOr("tokenizer.ggml.add_eos_token", v.add_eos));
+  LS_RETURN_IF_ERROR(ReadSpecialId(file, keys::kTokenizerSepId, nv, &v.sep));
+  LS_ASSIGN_OR_RETURN(v.add_sep, file.GetBoolOr(keys::kTokenizerAddSep, v.add_sep));
+  LS_ASSIGN_OR_RETURN(v.add_bos, file.GetBoolOr(keys::kTokenizerAddBos, v.add_bos));
+  LS_ASSIGN_OR_RETURN(v.add_eos, file.GetBoolOr(keys::kTokenizerAddEos, v.add_eos));
   if (v.type == VocabType::kWpm) {
     // BertNormalizer options; strip_accents follows lowercase unless set.
-    LS_ASSIGN_OR_RETURN(v.lowercase, file.GetBoolOr("tokenizer.ggml.normalizer.lowercase", v.lowercase));
-    LS_ASSIGN_OR_RETURN(v.strip_accents,
-                        file.GetBoolOr("tokenizer.ggml.normalizer.strip_accents", v.lowercase));
+    LS_ASSIGN_OR_RETURN(v.lowercase, file.GetBoolOr(keys::kTokenizerNormalizerLowercase, v.lowercase));
+    LS_ASSIGN_OR_RETURN(v.strip_accents, file.GetBoolOr(keys::kTokenizerNormalizerStripAccents, v.lowercase));
   }
   // WPM frames with [CLS]/[SEP] whatever add_bos/add_eos say (llama.cpp), and callers that frame pairs fall
   // back from EOS to SEP, so the two checks below are for SPM and BPE only.
   if (v.type != VocabType::kWpm && v.add_bos && v.bos < 0) {
-    return Corrupt("tokenizer metadata: tokenizer.ggml.add_bos_token is true but there is no BOS token id");
+    return Corrupt(std::string("tokenizer metadata: ") + keys::kTokenizerAddBos +
+                   " is true but there is no BOS token id");
   }
   if (v.type != VocabType::kWpm && v.add_eos && v.eos < 0) {
-    return Corrupt("tokenizer metadata: tokenizer.ggml.add_eos_token is true but there is no EOS token id");
+    return Corrupt(std::string("tokenizer metadata: ") + keys::kTokenizerAddEos +
+                   " is true but there is no EOS token id");
   }
 
   DeriveSpecials(&v);
+  v.fim = FindFimTokens(file, v);
   return v;
+}
+
+FimTokens FindFimTokens(const gguf::File& file, const Vocab& vocab) {
+  auto by_key = [&](const char* key) -> TokenId {
+    Result<uint32_t> id = file.GetU32(key);
+    return id.ok() && static_cast<int32_t>(*id) < vocab.n_vocab() ? static_cast<TokenId>(*id) : -1;
+  };
+  FimTokens t;
+  t.pre = by_key(keys::kTokenizerFimPreId);
+  t.suf = by_key(keys::kTokenizerFimSufId);
+  t.mid = by_key(keys::kTokenizerFimMidId);
+  t.pad = by_key(keys::kTokenizerFimPadId);
+  t.rep = by_key(keys::kTokenizerFimRepId);
+  t.sep = by_key(keys::kTokenizerFimSepId);
+  struct Text {
+    TokenId* slot;
+    std::vector<const char*> texts;
+  };
+  // The usual texts of Qwen, StarCoder, CodeLlama, DeepSeek Coder and Codestral (pad: only FIM's own
+  // spellings, not a vocabulary's general <PAD> / [PAD]).
+  const std::vector<Text> known = {
+      {&t.pre,
+       {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "\xe2\x96\x81<PRE>",
+        "<\xef\xbd\x9c"
+        "fim\xe2\x96\x81"
+        "begin\xef\xbd\x9c>",
+        "[PREFIX]"}},
+      {&t.suf,
+       {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "\xe2\x96\x81<SUF>",
+        "<\xef\xbd\x9c"
+        "fim\xe2\x96\x81"
+        "hole\xef\xbd\x9c>",
+        "[SUFFIX]"}},
+      {&t.mid,
+       {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "\xe2\x96\x81<MID>",
+        "<\xef\xbd\x9c"
+        "fim\xe2\x96\x81"
+        "end\xef\xbd\x9c>",
+        "[MIDDLE]"}},
+      {&t.pad, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>"}},
+      {&t.rep, {"<|repo_name|>", "<repo_name>", "<reponame>"}},
+      {&t.sep, {"<|file_sep|>", "<file_sep>", "<filename>"}},
+  };
+  // A slot the key left unset takes the lowest id whose text is one of its texts (texts are unique).
+  for (const Text& k : known) {
+    if (*k.slot >= 0) continue;
+    *k.slot = -1;
+    for (const char* want : k.texts) {
+      const TokenId id = vocab.Find(want);
+      if (id >= 0 && (*k.slot < 0 || id < *k.slot)) *k.slot = id;
+    }
+  }
+  return t;
 }
 
 void TextIndex::Reserve(size_t n) {

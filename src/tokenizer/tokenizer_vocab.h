@@ -69,6 +69,7 @@ struct Vocab {
   TextIndex text_to_id;           // over `text`
 
   TokenId bos = -1, eos = -1, eot = -1, eom = -1, unk = -1, sep = -1;
+  FimTokens fim;  // FindFimTokens
   bool add_bos = false, add_eos = false, add_sep = false, add_space_prefix = false;
   bool ignore_merges = false, clean_spaces = false;
   // WPM (BertNormalizer): tokenizer.ggml.normalizer.lowercase (default true) and .strip_accents (default: the
@@ -89,6 +90,11 @@ struct Vocab {
 // Reads the common keys (model, pre, tokens, scores, token_type, special ids, add_* flags) and fills in the
 // derived tables (special ids found by text, EOG set, special-token list).
 Result<Vocab> LoadVocab(const gguf::File& file);
+
+// The FIM tokens (Tokenizer::fim): each from its tokenizer.ggml.fim_*_token_id when that is a u32 below
+// n_vocab, else the lowest id whose text is one of its usual texts (as llama.cpp finds them for Qwen,
+// StarCoder, CodeLlama, DeepSeek Coder and Codestral vocabularies), else -1. LoadVocab fills Vocab::fim.
+FimTokens FindFimTokens(const gguf::File& file, const Vocab& vocab);
 
 // Splits `text` at occurrences of special token texts, longest token first (FORMATS.md 5). With
 // parse_special = false, control and unknown tokens are not matched; user-defined ones always are.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/utf8.h"
 #include "tokenizer/tokenizer_models.h"
 #include "tokenizer/unicode.h"
 
@@ -40,10 +41,10 @@ void ForEachWord(const Vocab& vocab, std::string_view text, Fn&& fn) {
     if (cls == unicode::kWpmPunct || (cls == unicode::kWpmSymbol && cp < 0x7F) ||
         unicode::IsCjkIdeograph(cp)) {
       finish();
-      unicode::AppendUtf8(out, &word);
+      AppendUtf8(out, &word);
       finish();
     } else {
-      unicode::AppendUtf8(out, &word);
+      AppendUtf8(out, &word);
     }
   }
   finish();

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 
+#include "core/utf8.h"
+
 namespace lazyslot::unicode {
 
 uint32_t DecodeOne(std::string_view text, size_t* pos) {
@@ -42,25 +44,6 @@ std::vector<uint32_t> Decode(std::string_view text) {
   size_t pos = 0;
   while (pos < text.size()) cps.push_back(DecodeOne(text, &pos));
   return cps;
-}
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp > kMaxCodePoint) cp = kReplacement;
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 namespace {

@@ -37,8 +37,7 @@ inline size_t Utf8SeqLen(uint8_t lead) {
 // above U+10FFFF are treated as invalid.
 uint32_t DecodeOne(std::string_view text, size_t* pos);
 std::vector<uint32_t> Decode(std::string_view text);
-// Appends the UTF-8 encoding of cp (cp <= U+10FFFF; larger values append U+FFFD).
-void AppendUtf8(uint32_t cp, std::string* out);
+// Encoding is core/utf8.h's AppendUtf8.
 
 // Per code point flags used by the pre-tokenizer splitters. Every code point <= U+10FFFF has kFlagAny; a
 // position outside the text being split has no flags at all.

@@ -106,8 +106,9 @@ TEST(ChatTemplateReference, ForModelPicksTheModelTemplate) {
   EXPECT_EQ(t.name(), "model");
 }
 
-// The built-in llama3 template renders Meta's format; the reference llama3 template always appends the
-// assistant header, so the cases with add_generation_prompt=true must match it exactly.
+// The built-in llama3 template renders Meta's format as llama.cpp's legacy formatter does, without the BOS
+// (the tokenizer adds it); the reference llama3 template always appends the assistant header, so the cases
+// with add_generation_prompt=true must match it after its BOS.
 TEST(ChatTemplateReference, BuiltinLlama3MatchesReferenceWithGenerationPrompt) {
   REQUIRE_SHARED_FILE("reference/chat-template/llama3.json");
   ordered_json ref = ReadJson("reference/chat-template/llama3.json");
@@ -119,8 +120,9 @@ TEST(ChatTemplateReference, BuiltinLlama3MatchesReferenceWithGenerationPrompt) {
     auto got =
         tmpl->Apply(c["messages"], true, {{"bos_token", ref["bos_token"]}, {"eos_token", ref["eos_token"]}});
     ASSERT_TRUE(got.ok()) << got.status().ToString();
-    EXPECT_EQ(*got, c["rendered"].get<std::string>())
-        << c["name"] << ": " << DiffLocation(c["rendered"].get<std::string>(), *got);
+    const std::string with_bos = ref["bos_token"].get<std::string>() + *got;
+    EXPECT_EQ(with_bos, c["rendered"].get<std::string>())
+        << c["name"] << ": " << DiffLocation(c["rendered"].get<std::string>(), with_bos);
     ++checked;
   }
   EXPECT_GE(checked, 5);
@@ -182,11 +184,12 @@ TEST(ChatTemplateBuiltin, Llama2) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   auto out = t->Apply(Conversation(), true, {{"bos_token", "<s>"}, {"eos_token", "</s>"}});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
-  EXPECT_EQ(*out, "<s>[INST] <<SYS>>\nSys.\n<</SYS>>\n\nHi [/INST] Hello. </s><s>[INST] Bye [/INST]");
+  // llama.cpp's "llama2": no <<SYS>> (that is llama2-sys), contents verbatim, no BOS in the text.
+  EXPECT_EQ(*out, "[INST] Sys.\n Hi  [/INST]Hello.</s>[INST] Bye [/INST]");
   auto no_sys = t->Apply(ordered_json::array({{{"role", "user"}, {"content", "Q"}}}), true,
                          {{"bos_token", "<s>"}, {"eos_token", "</s>"}});
   ASSERT_TRUE(no_sys.ok());
-  EXPECT_EQ(*no_sys, "<s>[INST] Q [/INST]");
+  EXPECT_EQ(*no_sys, "[INST] Q [/INST]");
 }
 
 TEST(ChatTemplateBuiltin, Llama3) {
@@ -195,14 +198,14 @@ TEST(ChatTemplateBuiltin, Llama3) {
   auto out = t->Apply(Conversation(), false, {{"bos_token", "<|begin_of_text|>"}});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(*out,
-            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nSys.<|eot_id|>"
+            "<|start_header_id|>system<|end_header_id|>\n\nSys.<|eot_id|>"
             "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
             "<|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|>"
             "<|start_header_id|>user<|end_header_id|>\n\nBye<|eot_id|>");
 }
 
 TEST(ChatTemplateBuiltin, UnknownNameIsNotFound) {
-  auto t = ChatTemplate::Builtin("vicuna");
+  auto t = ChatTemplate::Builtin("no-such-template");
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), Code::kNotFound);
   for (const std::string& n : ChatTemplate::BuiltinNames()) EXPECT_TRUE(ChatTemplate::Builtin(n).ok()) << n;

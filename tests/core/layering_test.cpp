@@ -63,6 +63,7 @@ const std::map<std::string, std::set<std::string>>& RoomDeps() {
       {"responses", {"http", "generation", ""}},
       {"embeddings", {"http", "generation", ""}},
       {"admin", {"http", "generation", ""}},
+      {"vertex", {"http", "generation", ""}},
   };
   return deps;
 }

@@ -89,6 +89,11 @@ class Replica:
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else None
         self.proc.send_signal(sig)
+        return self.wait(timeout)
+
+    def wait(self, timeout=60):
+        """Waits for the process to exit (after a signal sent with self.proc.send_signal); kills it after
+        `timeout` s (then None). Returns the exit code."""
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -101,6 +106,20 @@ class Replica:
     def log_text(self):
         with open(self.log_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
+
+
+def connect_refused(port, within=2.0):
+    """True once a TCP connect to 127.0.0.1:port is refused (tried every 20 ms for `within` seconds)."""
+    deadline = time.time() + within
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except ConnectionRefusedError:
+            return True
+        except OSError:
+            pass
+        time.sleep(0.02)
+    return False
 
 
 def get(port, path, timeout=5):

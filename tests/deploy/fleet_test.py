@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """Fleet test: N `lazyslot serve` replicas behind nginx (deploy/nginx.conf), under multi-turn chat load.
 
-16 client threads (for --seconds, default 60) each hold a conversation under its own X-Session-Id, alternating
-streamed and whole answers. At --kill-at seconds one replica gets SIGTERM while it has requests in flight: it
-must drain them, exit 0 and log so, and is then restarted on the same port. Checks: every request is a 200
-through nginx, every stream ends with `data: [DONE]`, usage is consistent, >= 90% of follow-up turns reuse a
-kept KV prefix (cached_tokens > 0). Prints the figures quoted in docs/deploy.md. Standard library only.
+Runs once per nginx configuration (--configs): `non_idempotent` is deploy/nginx.conf as is; `plain` is the same
+with `proxy_next_upstream error timeout http_503;`, which never re-sends a POST that reached a replica, so a
+drain loses nothing there only if no request reaches the draining replica at all (its listener closes at once,
+its idle keep-alive connections too). Each run: 16 client threads (for --seconds, default 28) each hold a
+conversation under its own X-Session-Id, alternating streamed and whole answers. At --kill-at seconds one
+replica gets SIGTERM while it has requests in flight: its port must refuse new connections at once, its
+--health-port say "draining" (/livez 200) until it exits 0 having drained them, and it is then restarted on the
+same port. Checks: every request is a 200 through nginx (nothing lost), every stream ends with `data: [DONE]`,
+usage is consistent, >= 90% of follow-up turns reuse a kept KV prefix (cached_tokens > 0). Prints the figures
+quoted in docs/deploy.md, per configuration. Standard library only.
 """
 import http.client
 import json
@@ -21,7 +26,8 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from deploy_util import Replica, base_args, free_port, get, percentile, post_json, require_model, skip_or_fail
+from deploy_util import (Replica, base_args, connect_refused, free_port, get, percentile, post_json, require_model,
+                         skip_or_fail)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEMPLATE = os.path.join(REPO, "deploy", "nginx.conf")
@@ -30,11 +36,18 @@ MAX_TOKENS = 16
 LONG_TOKENS = 1500  # the request kept in flight across the drain
 TURNS = 8  # then a new conversation (and session id): prompts stay a few hundred tokens, far below a slot
 ANIMALS = ["cat", "dog", "bird", "fish", "frog", "bear", "lion", "duck"]
+RETRY_LINE = "proxy_next_upstream error timeout http_503 non_idempotent;"
+# The nginx configurations the test runs: the file as is, and the same without non_idempotent.
+CONFIGS = {"non_idempotent": RETRY_LINE, "plain": "proxy_next_upstream error timeout http_503;"}
 FOLLOW_UPS = ["What happened next?", "And then?", "Tell me more.", "Why?"]
 
 
-def render_nginx_conf(template, listen_port, ports, tmp):
-    """deploy/nginx.conf with this run's ports and every path inside tmp (see its placeholder list)."""
+def render_nginx_conf(template, listen_port, ports, tmp, retry_line=RETRY_LINE):
+    """deploy/nginx.conf with this run's ports and every path inside tmp (see its placeholder list), and
+    `retry_line` in place of its proxy_next_upstream directive."""
+    if template.count(RETRY_LINE) != 1:
+        raise RuntimeError(f"deploy/nginx.conf must contain `{RETRY_LINE}` once")
+    template = template.replace(RETRY_LINE, retry_line)
     out, in_block = [], False
     for line in template.splitlines():
         m = re.match(r"(\s*)server\s+\S+(.*?);\s*# @replica", line)
@@ -181,8 +194,17 @@ def drain_and_restart(victim, at, drain):
     long_req.start()
     started.wait(30)
     t0 = time.time()
-    drain["rc"] = victim.stop(signal.SIGTERM, timeout=60)
+    victim.proc.send_signal(signal.SIGTERM)
+    drain["refused"] = connect_refused(victim.port)
+    try:
+        st, body = get(victim.health_port, "/health")
+        drain["health"] = (st, json.loads(body).get("status"))
+        drain["livez"] = get(victim.health_port, "/livez")[0]
+    except (OSError, ValueError) as e:
+        drain["health"] = f"{type(e).__name__}: {e}"
+    drain["rc"] = victim.wait(timeout=60)
     drain["exit_s"] = time.time() - t0
+    drain["health_closed"] = connect_refused(victim.health_port, within=1)
     long_req.join()
     log = victim.log_text()
     m = re.search(r"draining: (\d+) request\(s\) in flight", log)
@@ -233,11 +255,13 @@ def summarize_nginx_log(path):
 
 
 def main():
-    p = base_args(__doc__.splitlines()[0], seconds=60)
+    p = base_args(__doc__.splitlines()[0], seconds=28)
+    p.add_argument("--configs", default="non_idempotent,plain",
+                   help="nginx configurations to run, comma-separated: " + ", ".join(CONFIGS))
     p.add_argument("--replicas", type=int, default=3)
     p.add_argument("--parallel", type=int, default=4, help="-np of each replica")
     p.add_argument("--clients", type=int, default=16)
-    p.add_argument("--kill-at", type=float, default=20, help="seconds into the load to SIGTERM one replica")
+    p.add_argument("--kill-at", type=float, default=9, help="seconds into the load to SIGTERM one replica")
     p.add_argument("--keep", action="store_true", help="keep the logs and nginx files after a pass")
     p.add_argument("--strict-cache", action="store_true",
                    help="also require the whole previous prompt reused in >= 90%% of follow-ups (needs enough "
@@ -247,24 +271,47 @@ def main():
     nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
     if not nginx:
         skip_or_fail("nginx is not installed (Debian: apt-get install nginx-light)")
+    configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown or not configs:
+        p.error(f"--configs: unknown {unknown}; known: {', '.join(CONFIGS)}")
+    summary, ok = [], True
+    for name in configs:
+        print(f"\n=== nginx configuration '{name}': {CONFIGS[name]} ===", flush=True)
+        passed, figures = run_config(args, model, nginx, name)
+        summary.append((name, passed, figures))
+        ok = ok and passed
+    print("\nsummary (figures in docs/deploy.md):")
+    for name, passed, f in summary:
+        print(f"  {name:15s} requests {f.get('requests', 0)}, lost {f.get('lost', '?')}, retried by nginx "
+              f"{f.get('retried', 0)}, drained replica: {f.get('drain', '?')} -> {'PASS' if passed else 'FAIL'}")
+    print("fleet_test: " + ("PASS" if ok else "FAIL"))
+    return 0 if ok else 1
 
-    tmp = tempfile.mkdtemp(prefix="lazyslot-fleet-")
+
+def run_config(args, model, nginx, name):
+    """One run with nginx configuration `name` (CONFIGS); returns (passed, figures)."""
+    tmp = tempfile.mkdtemp(prefix=f"lazyslot-fleet-{name}-")
     ports = []
-    while len(ports) < args.replicas + 1:
+    while len(ports) < 2 * args.replicas + 1:
         port = free_port()
         if port not in ports:
             ports.append(port)
-    nginx_port, ports = ports[0], ports[1:]
+    nginx_port, ports, health_ports = ports[0], ports[1:args.replicas + 1], ports[args.replicas + 1:]
     flags = ["-np", str(args.parallel), "-c", str(2048 * args.parallel), "--drain-timeout", "30",
              "-t", str(args.threads), "--api-key", API_KEY]
-    replicas = [Replica(args.binary, model, port, f"{tmp}/replica-{port}.log", flags) for port in ports]
-    ngx, ok = None, False
+    replicas = []
+    for port, hp in zip(ports, health_ports):
+        replicas.append(Replica(args.binary, model, port, f"{tmp}/replica-{port}.log",
+                                flags + ["--health-port", str(hp)]))
+        replicas[-1].health_port = hp
+    ngx, ok, figures = None, False, {}
     try:
         for r in replicas:
             r.start()
         conf = f"{tmp}/nginx.conf"
         with open(TEMPLATE) as f, open(conf, "w") as out:
-            out.write(render_nginx_conf(f.read(), nginx_port, ports, tmp))
+            out.write(render_nginx_conf(f.read(), nginx_port, ports, tmp, CONFIGS[name]))
         base = [nginx, "-c", conf, "-p", tmp + "/"]
         t = subprocess.run(base + ["-t", "-g", f"pid {tmp}/nginx.pid;"], capture_output=True, text=True)
         print(t.stderr.strip())
@@ -278,7 +325,7 @@ def main():
                     break
             except OSError:
                 time.sleep(0.05)
-        ok = run_load(args, nginx_port, replicas)
+        ok = run_load(args, nginx_port, replicas, figures)
     finally:
         if ngx:
             ngx.send_signal(signal.SIGQUIT)
@@ -289,11 +336,11 @@ def main():
         ok = ok and all(rc == 0 for rc in rcs)
     if ok and not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("fleet_test: " + ("PASS" if ok else "FAIL"))
-    return 0 if ok else 1
+    print(f"configuration '{name}': " + ("PASS" if ok else "FAIL"))
+    return ok, figures
 
 
-def run_load(args, nginx_port, replicas):
+def run_load(args, nginx_port, replicas, figures):
     results, drain = Results(), {}
     start = time.time()
     deadline = start + args.seconds
@@ -353,6 +400,12 @@ def run_load(args, nginx_port, replicas):
           f"{drain.get('rc')} after {drain.get('exit_s', 0):.2f} s, log: {drain.get('finished_line')!r}; "
           f"restarted in {drain.get('restart_s', 0):.2f} s, then served {len(after)} request(s); "
           f"long request during the drain: {drain.get('long')}")
+    print(f"drain sockets: port refused new connections at once: {drain.get('refused')}; health port during "
+          f"the drain: /health {drain.get('health')}, /livez {drain.get('livez')}; health port closed after "
+          f"the exit: {drain.get('health_closed')}")
+    figures.update(requests=len(recs), lost=len(results.failures), retried=len(retried),
+                   drain=f"{drain.get('in_flight')} in flight, exit {drain.get('rc')} after "
+                         f"{drain.get('exit_s', 0):.2f} s")
     for r in results.failures[:10]:
         print(f"  failed: thread {r['thread']} turn {r['turn']} stream={r['stream']} "
               f"upstream={r['upstream']!r}: {'; '.join(r['problems'])}")
@@ -365,6 +418,10 @@ def run_load(args, nginx_port, replicas):
          not args.strict_cache or len(whole) >= 0.9 * len(follow)),
         (f"the {LONG_TOKENS}-token request in flight during the drain completed", drain.get("long") == (200, LONG_TOKENS)),
         ("drained replica exited 0", drain.get("rc") == 0),
+        ("drained replica's port refused new connections at once", drain.get("refused") is True),
+        ("its --health-port said draining (503) and /livez 200 during the drain",
+         drain.get("health") == (503, "draining") and drain.get("livez") == 200),
+        ("its --health-port closed with the process", drain.get("health_closed") is True),
         ("drained replica logged that its requests finished", bool(drain.get("finished_line"))),
         ("restarted replica serves again", bool(after) or deadline - drain.get("restarted_at", 0) < 15),
     ]

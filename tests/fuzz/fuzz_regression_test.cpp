@@ -18,6 +18,12 @@ extern "C" int LazyslotFuzzGguf(const uint8_t* data, size_t size);
 extern "C" int LazyslotFuzzTokenizer(const uint8_t* data, size_t size);
 extern "C" int LazyslotFuzzRequest(const uint8_t* data, size_t size);
 extern "C" int LazyslotFuzzChatTemplate(const uint8_t* data, size_t size);
+extern "C" int LazyslotFuzzJsonSchema(const uint8_t* data, size_t size);
+extern "C" int LazyslotFuzzGbnf(const uint8_t* data, size_t size);
+extern "C" int LazyslotFuzzPreset(const uint8_t* data, size_t size);
+extern "C" int LazyslotFuzzKvState(const uint8_t* data, size_t size);
+extern "C" int LazyslotFuzzAnthropic(const uint8_t* data, size_t size);
+extern "C" int LazyslotFuzzResponses(const uint8_t* data, size_t size);
 
 namespace {
 
@@ -87,5 +93,17 @@ TEST(FuzzRegression, Tokenizer) {
 TEST(FuzzRegression, Request) { RunAll("request", LazyslotFuzzRequest); }
 
 TEST(FuzzRegression, ChatTemplate) { RunAll("chat_template", LazyslotFuzzChatTemplate); }
+
+TEST(FuzzRegression, JsonSchema) { RunAll("json_schema", LazyslotFuzzJsonSchema); }
+
+TEST(FuzzRegression, Gbnf) { RunAll("gbnf", LazyslotFuzzGbnf); }
+
+TEST(FuzzRegression, Preset) { RunAll("preset", LazyslotFuzzPreset); }
+
+TEST(FuzzRegression, KvState) { RunAll("kv_state", LazyslotFuzzKvState); }
+
+TEST(FuzzRegression, Anthropic) { RunAll("anthropic", LazyslotFuzzAnthropic); }
+
+TEST(FuzzRegression, Responses) { RunAll("responses", LazyslotFuzzResponses); }
 
 }  // namespace

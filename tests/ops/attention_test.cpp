@@ -10,6 +10,7 @@
 
 #include "ops/attention.h"
 #include "quant/fp16.h"
+#include "quant/kernels.h"
 #include "quant/quant.h"
 
 namespace lazyslot {
@@ -269,7 +270,9 @@ void FlashHandlesGrowingScores() {
 class AttentionVPass : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
-    if (!ForceFlashVPassForTest(GetParam())) GTEST_SKIP() << "no AVX-512 V pass on this CPU";
+    if (!ForceFlashVPassForTest(GetParam())) {
+      GTEST_SKIP() << "no AVX-512 V pass on this CPU at this LAZYSLOT_ISA level";
+    }
   }
   void TearDown() override { ForceFlashVPassForTest(-1); }
 };
@@ -285,6 +288,19 @@ TEST(Attention, KernelChoiceNamesTheVPass) {
   const std::string line = AttentionKernelChoice();
   std::printf("%s\n", line.c_str());
   EXPECT_EQ(line.find("attention f16 "), 0u) << line;
+}
+
+// The vector paths follow the process's one level (quant::ActiveIsa, which LAZYSLOT_ISA caps): the forced
+// scalar and AVX2 runs of this binary must not time or take a wider form.
+TEST(Attention, KernelChoiceFollowsTheProcessLevel) {
+  const std::string line = AttentionKernelChoice();
+  switch (quant::ActiveIsa()) {
+    case quant::Isa::kScalar: EXPECT_EQ(line, "attention f16 scalar"); break;
+    case quant::Isa::kAvx2: EXPECT_EQ(line, "attention f16 avx2"); break;
+    case quant::Isa::kAvx512: EXPECT_NE(line.find(" ns/value "), std::string::npos) << line; break;
+  }
+  EXPECT_EQ(ForceFlashVPassForTest(1), quant::ActiveIsa() == quant::Isa::kAvx512);
+  ForceFlashVPassForTest(-1);
 }
 
 }  // namespace

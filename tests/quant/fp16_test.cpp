@@ -9,6 +9,8 @@
 #include <cstring>
 #include <limits>
 
+#include "quant/kernels.h"
+
 namespace lazyslot {
 namespace {
 
@@ -103,7 +105,7 @@ __attribute__((target("f16c"))) float HardwareF16ToF32(uint16_t h) { return _cvt
 
 // F16C is what llama.cpp uses on x86; agree with it on a dense sample of all floats.
 TEST(Fp16, MatchesF16cInstructions) {
-  if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "CPU has no F16C";
+  if (!quant::DetectCpu().f16c) GTEST_SKIP() << "CPU has no F16C";
   for (uint32_t h = 0; h < 65536; ++h) {
     if (IsHalfNan(static_cast<uint16_t>(h))) continue;
     ASSERT_EQ(Bits(F16ToF32(static_cast<uint16_t>(h))), Bits(HardwareF16ToF32(static_cast<uint16_t>(h))));

@@ -245,13 +245,13 @@ TEST(Kernels, PackedTilesMatchDots) {
       }
     }
   }
-  if (checked == 0) std::printf("no kernel set on this CPU has a packed kernel: nothing to compare\n");
+  if (checked == 0) GTEST_SKIP() << "no kernel set on this CPU has a packed kernel: nothing to compare";
 }
 
 // The integer formats' SIMD kernels do the same exact integer sums and the same float operations in every
 // set, so an AVX-512 dot, tile or packed tile equals the AVX2 dot bit for bit: dispatch may then choose each
 // family from a different set (dispatch.cpp) without a batch ever changing a result. Runs wherever the CPU
-// has AVX-512 (and says so where it does not).
+// has AVX-512 (and is reported skipped where it does not).
 TEST(Kernels, IntegerFormatsBitIdenticalAcrossSets) {
   const std::vector<KernelSet> sets = AvailableKernels();
   const KernelSet* base = nullptr;
@@ -259,8 +259,7 @@ TEST(Kernels, IntegerFormatsBitIdenticalAcrossSets) {
     if (s.isa == Isa::kAvx2) base = &s;
   }
   if (base == nullptr || sets.back().isa == Isa::kAvx2) {
-    std::printf("only %s kernels on this CPU: no second SIMD set to compare\n", sets.back().name);
-    return;
+    GTEST_SKIP() << "only " << sets.back().name << " kernels on this CPU: no second SIMD set to compare";
   }
   for (const KernelSet& s : sets) {
     if (s.isa <= Isa::kAvx2) continue;
@@ -344,6 +343,27 @@ TEST(Kernels, IsaOverride) {
   const char* env = std::getenv("LAZYSLOT_ISA");
   const Isa best = AvailableKernels().back().isa;
   EXPECT_EQ(ActiveKernels().isa, ResolveIsa(env, best)) << "active set ignores LAZYSLOT_ISA";
+}
+
+// The CPU's features and LAZYSLOT_ISA are read in one place (dispatch.cpp), and what the kernel sets, the
+// selection and the ops layer see all derive from it.
+TEST(Kernels, OneSourceForTheLevel) {
+  const CpuFeatures& cpu = DetectCpu();
+  EXPECT_EQ(&cpu, &DetectCpu()) << "detected once";
+  EXPECT_TRUE(!cpu.avx2 || cpu.f16c);
+  EXPECT_TRUE(!cpu.avx512 || cpu.avx2);
+  EXPECT_TRUE(!cpu.avx512bf16 || cpu.avx512);
+  EXPECT_EQ(CpuIsa(), AvailableKernels().back().isa);
+  const char* env = std::getenv("LAZYSLOT_ISA");
+  Isa forced_level;
+  const bool forced = ForcedIsa(env, CpuIsa(), &forced_level);
+  EXPECT_EQ(IsaOverride().forced, forced);
+  EXPECT_EQ(IsaOverride().value, env ? env : "");
+  EXPECT_EQ(IsaOverride().level, ResolveIsa(env, CpuIsa()));
+  if (forced) {
+    EXPECT_EQ(IsaOverride().level, forced_level);
+  }
+  EXPECT_EQ(ActiveIsa(), ActiveKernels().isa);
 }
 
 float WrongDot(const void*, const void*, int64_t) { return 42.0f; }

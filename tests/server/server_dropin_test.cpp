@@ -4,6 +4,8 @@
 // input_tokens route counting what chat counts.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "server_harness.h"
 
 namespace lazyslot::testing {
@@ -15,7 +17,9 @@ constexpr char kStories[] = "models/stories260K.gguf";
 TEST(ServerDropIn, IgnoreEosShowsInLogitBias) {
   REQUIRE_SHARED_FILE(kStories);
   START_SERVER(srv, {"-m", SharedPath(kStories), "-c", "256"});
-  const json on = srv->Post("/completion", {{"prompt", "Once upon a time"}, {"n_predict", 4}, {"ignore_eos", true}}).Json();
+  const json on =
+      srv->Post("/completion", {{"prompt", "Once upon a time"}, {"n_predict", 4}, {"ignore_eos", true}})
+          .Json();
   const json& bias = on["generation_settings"]["logit_bias"];
   ASSERT_TRUE(bias.is_array() && !bias.empty()) << on["generation_settings"].dump();
   for (const json& b : bias) EXPECT_TRUE(b["bias"].is_null()) << b.dump();
@@ -30,8 +34,8 @@ TEST(ServerDropIn, JinjaFlagsAreAcceptedAndNoJinjaSaysWhatItDoes) {
   REQUIRE_SHARED_FILE(kStories);
   for (const char* flag : {"--jinja", "--no-jinja"}) {
     START_SERVER(srv, {"-m", SharedPath(kStories), flag});
-    const HttpResult r = srv->Post("/v1/chat/completions",
-                                   {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}});
+    const HttpResult r = srv->Post(
+        "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}});
     EXPECT_EQ(r.status, 200) << flag << ": " << r.body;
     const bool warned = srv->Log().find("--no-jinja: lazyslot always renders") != std::string::npos;
     EXPECT_EQ(warned, std::string(flag) == "--no-jinja") << srv->Log();
@@ -164,6 +168,68 @@ TEST(ServerDropIn, InputTokensCountWhatChatCounts) {
   ASSERT_EQ(resp.status, 200) << resp.body;
   EXPECT_EQ(resp.Json()["object"], "response.input_tokens");
   EXPECT_EQ(resp.Json()["input_tokens"], count.Json()["input_tokens"]) << "same messages, same prompt";
+}
+
+// llama-server's build string, "b<build>-<commit>", as /props build_info and every OpenAI answer's
+// system_fingerprint (whole and in each streamed chunk); clients check that it starts with "b".
+TEST(ServerDropIn, BuildInfoIsTheSystemFingerprintInLlamaServersShape) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(srv, {"-m", SharedPath(kStories), "-c", "256"});
+  const std::string build = srv->Get("/props").Json().value("build_info", "");
+  const std::regex shape("^b[0-9]+-([0-9a-f]{7,}|unknown)$");
+  EXPECT_TRUE(std::regex_match(build, shape)) << build;
+  const json chat = srv->Post("/v1/chat/completions",
+                              {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 2}})
+                        .Json();
+  EXPECT_EQ(chat.value("system_fingerprint", ""), build) << chat.dump();
+  const json text = srv->Post("/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}}).Json();
+  EXPECT_EQ(text.value("system_fingerprint", ""), build) << text.dump();
+  const HttpResult stream =
+      srv->Post("/v1/chat/completions",
+                {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 2}, {"stream", true}});
+  ASSERT_EQ(stream.status, 200) << stream.body;
+  int chunks = 0;
+  for (size_t pos = stream.body.find("data: {"); pos != std::string::npos;
+       pos = stream.body.find("data: {", pos + 1)) {
+    const json chunk = json::parse(stream.body.substr(pos + 6, stream.body.find('\n', pos) - pos - 6));
+    EXPECT_EQ(chunk.value("system_fingerprint", ""), build) << chunk.dump();
+    ++chunks;
+  }
+  EXPECT_GE(chunks, 2) << stream.body;
+}
+
+// llama-server's `verbose` (default on under --verbose): OpenAI answers carry `__verbose`, the native answer
+// of the same generation with the rendered prompt.
+TEST(ServerDropIn, VerboseAddsTheNativeAnswerWithThePrompt) {
+  REQUIRE_SHARED_FILE(kStories);
+  START_SERVER(srv, {"-m", SharedPath(kStories), "-c", "256"});
+  const json messages = {{{"role", "system"}, {"content", "Book"}}, {{"role", "user"}, {"content", "Hello"}}};
+  const json on =
+      srv->Post("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 3}, {"verbose", true}})
+          .Json();
+  ASSERT_TRUE(on.contains("__verbose")) << on.dump();
+  const json& v = on["__verbose"];
+  EXPECT_NE(v["prompt"].get<std::string>().find("Book"), std::string::npos) << v.dump();
+  EXPECT_EQ(v["content"], on["choices"][0]["message"]["content"]);
+  EXPECT_EQ(v["tokens_predicted"], on["usage"]["completion_tokens"]);
+  EXPECT_EQ(v["tokens"].size(), v["tokens_predicted"].get<size_t>());
+  const json text =
+      srv->Post("/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}, {"verbose", true}}).Json();
+  ASSERT_TRUE(text.contains("__verbose")) << text.dump();
+  EXPECT_EQ(text["__verbose"]["content"], text["choices"][0]["text"]);
+  EXPECT_FALSE(srv->Post("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 2}})
+                   .Json()
+                   .contains("__verbose"));
+  EXPECT_EQ(srv->Post("/v1/chat/completions", {{"messages", messages}, {"verbose", "yes"}}).status, 400);
+
+  START_SERVER(loud, {"-m", SharedPath(kStories), "-c", "256", "--verbose"});
+  EXPECT_TRUE(loud->Post("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 2}})
+                  .Json()
+                  .contains("__verbose"));
+  EXPECT_FALSE(
+      loud->Post("/v1/chat/completions", {{"messages", messages}, {"max_tokens", 2}, {"verbose", false}})
+          .Json()
+          .contains("__verbose"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// POST /v1/embeddings through the real server: inputs as text, token ids, lists of both; float and base64
-// encodings; pooled vectors compared with llama.cpp's (reference/<model>.json "embed"), L2-normalised.
+// POST /v1/embeddings through the real server: inputs as text, token ids, lists of both, llama-server's mixed
+// lists; float and base64 encodings; pooled vectors compared with llama.cpp's (reference/<model>.json
+// "embed"), L2-normalised; /embeddings as llama-server's native route.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -118,9 +119,29 @@ TEST(ServerEmbeddings, InputFormsAndEncodings) {
   ASSERT_EQ(lists["data"].size(), 2u);
   EXPECT_EQ(Floats(lists["data"][1]["embedding"]), cat);
 
+  // llama-server's mixed lists: ids and strings in one list are one prompt, the strings tokenized in place
+  // (BOS only at the start); a list of such lists is several prompts.
+  // The string's tokens (no BOS: it is not at the start) in its place: equal to sending those ids.
+  const json tail =
+      srv->Post("/tokenize", {{"content", "Once upon"}, {"add_special", false}}).Json()["tokens"];
+  json mixed = ids, expected = ids;
+  mixed.push_back("Once upon");
+  for (const json& t : tail) expected.push_back(t);
+  const std::vector<float> want =
+      Floats(srv->Post("/v1/embeddings", {{"input", expected}}).Json()["data"][0]["embedding"]);
+  const json one = srv->Post("/v1/embeddings", {{"input", mixed}}).Json();
+  ASSERT_EQ(one["data"].size(), 1u) << one.dump();
+  EXPECT_EQ(Floats(one["data"][0]["embedding"]), want);
+  EXPECT_LT(Cosine(want, cat), 0.9999);
+  const json two = srv->Post("/v1/embeddings", {{"input", {ids, mixed}}}).Json();
+  ASSERT_EQ(two["data"].size(), 2u) << two.dump();
+  EXPECT_EQ(Floats(two["data"][0]["embedding"]), cat);
+  EXPECT_EQ(Floats(two["data"][1]["embedding"]), want);
+
   // Errors name the field.
   for (const json& body : {json{{"input", json::array()}}, json{{"input", 5}}, json{{"model", "x"}},
-                           json{{"input", "x"}, {"encoding_format", "hex"}}, json{{"input", {"a", 3}}}}) {
+                           json{{"input", "x"}, {"encoding_format", "hex"}}, json{{"input", {"a", -3}}},
+                           json{{"input", {"a", json::array()}}}}) {
     HttpResult r = srv->Post("/v1/embeddings", body);
     EXPECT_EQ(r.status, 400) << body.dump() << " -> " << r.body;
     const std::string msg = r.Json()["error"]["message"];
@@ -130,12 +151,30 @@ TEST(ServerEmbeddings, InputFormsAndEncodings) {
   EXPECT_EQ(empty.status, 200) << empty.body;  // BOS alone is a valid sequence for this model
 }
 
-TEST(ServerEmbeddings, PoolingNoneIsRefusedByTheOpenAiRoute) {
+// /v1/embeddings cannot return per-token rows; /embeddings and /embedding are llama-server's native route,
+// which does: one unnormalised row per token.
+TEST(ServerEmbeddings, PoolingNoneIsRefusedByTheOpenAiRouteAndServedByTheNativeOnes) {
   REQUIRE_SHARED_FILE(kStories);
-  START_SERVER(srv, {"-m", SharedPath(kStories), "--embeddings", "--pooling", "none"});
+  START_SERVER(srv, {"-m", SharedPath(kStories), "--embeddings", "--pooling", "none", "-c", "64"});
   HttpResult r = srv->Post("/v1/embeddings", {{"input", "x"}});
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_NE(r.body.find("--pooling"), std::string::npos) << r.body;
+  const size_t n_tokens = srv->Post("/tokenize", {{"content", "hello hello hello"}, {"add_special", true}})
+                              .Json()["tokens"]
+                              .size();
+  for (const char* path : {"/embeddings", "/embedding"}) {
+    const HttpResult native = srv->Post(path, {{"input", "hello hello hello"}});
+    ASSERT_EQ(native.status, 200) << path << ": " << native.body;
+    const json rows = native.Json()[0]["embedding"];
+    EXPECT_EQ(rows.size(), n_tokens) << path;
+    double sq = 0;
+    for (float x : Floats(rows[0])) sq += double(x) * x;
+    EXPECT_GT(std::fabs(sq - 1.0), 1e-3) << path << ": rows are not normalised";
+  }
+  // An input over the context: llama-server's "too large" in the message.
+  const HttpResult too_long_native = srv->Post("/embeddings", {{"input", std::string(2000, 'a')}});
+  EXPECT_EQ(too_long_native.status, 400) << too_long_native.body;
+  EXPECT_NE(too_long_native.body.find("too large"), std::string::npos) << too_long_native.body;
 }
 
 }  // namespace

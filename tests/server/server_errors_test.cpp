@@ -58,7 +58,7 @@ TEST(ServerErrors, MalformedRequestsGet400NamingTheField) {
        {{"prompt", "x"}, {"stream_options", {{"include_usage", 1}}}},
        "stream_options.include_usage"},
       {"/v1/completions", {{"max_tokens", 3}}, "prompt"},
-      {"/v1/completions", {{"prompt", {1, "a"}}}, "prompt[1]"},
+      {"/v1/completions", {{"prompt", {1, true}}}, "prompt[1]"},
       {"/v1/completions", {{"prompt", json::array()}}, "prompt"},
       {"/v1/chat/completions", {{"max_tokens", 3}}, "messages"},
       {"/v1/chat/completions", {{"messages", "hi"}}, "messages"},

@@ -8,99 +8,18 @@
 #include <string>
 #include <vector>
 
-#include "server_harness.h"
+#include "server_hostile_util.h"
 
 namespace lazyslot::testing {
 namespace {
+
+using namespace hostile;  // NOLINT: the suites' shared vocabulary
 
 // Real Qwen3 byte-level BPE tokenizer and Jinja chat template on a tiny random body: cheap to run, and the
 // template and tokenizer see every hostile string for real.
 constexpr char kModel[] = "models/qwen3-vocab-tiny-q8_0.gguf";
 constexpr int kCtxPerSlot = 128;  // -c 256 -np 2: "longer than the context" costs little
 
-constexpr char kJson[] = "application/json";
-constexpr char kNoType[] = "";  // no Content-Type header at all
-
-struct Reply {
-  int status = 0;
-  std::string content_type;
-  std::string body;
-};
-
-// One request with curl; the body always goes as --data-binary from a file (so 10 MB bodies are fine and an
-// empty one still carries Content-Length: 0). `content_type` "" sends no Content-Type header.
-Reply Send(const ServerProcess& srv, const std::string& method, const std::string& path,
-           const std::string& content_type, const std::string* body,
-           const std::vector<std::string>& headers) {
-  const std::string out = NewScratchFile("hostile-out");
-  std::string cmd = "curl -sS -o ";
-  cmd.append(ShellQuote(out)).append(" -w '%{http_code} %{content_type}' --max-time 120 -X ").append(method);
-  // "Content-Type:" with nothing after the colon makes curl send no Content-Type at all.
-  cmd.append(" -H ").append(
-      ShellQuote(content_type.empty() ? "Content-Type:" : "Content-Type: " + content_type));
-  for (const std::string& h : headers) cmd.append(" -H ").append(ShellQuote(h));
-  if (body) {
-    const std::string in = NewScratchFile("hostile-body");
-    std::ofstream(in, std::ios::binary) << *body;
-    cmd.append(" --data-binary @").append(ShellQuote(in));
-  }
-  cmd.append(" ").append(ShellQuote(srv.Url(path))).append(" 2>/dev/null");
-  Reply r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[512] = {0};
-  const size_t n = fread(buf, 1, sizeof(buf) - 1, p);
-  buf[n] = 0;
-  pclose(p);
-  const std::string w = buf;
-  r.status = std::atoi(w.c_str());
-  r.content_type = w.find(' ') == std::string::npos ? "" : w.substr(w.find(' ') + 1);
-  r.body = ReadAll(out);
-  return r;
-}
-
-// A request written byte for byte on a socket (for what curl will not send); reads until the server closes
-// or 10 s pass. Status 0 if no status line came back. With half_close the client ends its side right after
-// sending (the server then sees end of file behind the request).
-Reply SendRaw(int port, const std::string& bytes, bool half_close) {
-  Reply r;
-  const int fd = ConnectLoopback(port);
-  if (fd < 0) return r;
-  send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-  if (half_close) shutdown(fd, SHUT_WR);
-  const std::string got = ReadUntil(fd, "\x01never\x01", std::chrono::seconds(10));
-  close(fd);
-  if (got.rfind("HTTP/1.1 ", 0) != 0) return r;
-  r.status = std::atoi(got.c_str() + 9);
-  const size_t head_end = got.find("\r\n\r\n");
-  if (head_end == std::string::npos) return r;
-  const std::string head = got.substr(0, head_end);
-  const size_t ct = head.find("Content-Type: ");
-  if (ct != std::string::npos) r.content_type = head.substr(ct + 14, head.find("\r\n", ct) - ct - 14);
-  r.body = got.substr(head_end + 4);
-  return r;
-}
-
-struct Case {
-  std::string category;
-  std::string name;
-  std::string method;
-  std::string path;
-  std::string content_type;           // kJson, kNoType or another value
-  std::function<std::string()> body;  // null: no body (GET); big bodies are generated when the case runs
-  int status;                         // expected HTTP status
-  std::string message_part;           // the error message must contain it; for a 200, the body must
-  std::vector<std::string> headers = {};
-};
-
-std::function<std::string()> Text(std::string s) {
-  return [s] { return s; };
-}
-std::function<std::string()> Body(json j) {
-  return [j] { return j.dump(); };
-}
-
-json Msgs(const std::string& content) { return json::array({{{"role", "user"}, {"content", content}}}); }
 json Chat(json extra = json::object()) {
   json j = {{"messages", Msgs("hi")}, {"max_tokens", 2}};
   j.update(extra);
@@ -120,17 +39,6 @@ json Tools() {
                           {{"type", "object"},
                            {"properties", {{"city", {{"type", "string"}}}}},
                            {"required", {"city"}}}}}}}});
-}
-
-std::string Nested(size_t depth, const std::string& inner = "1") {
-  return std::string(depth, '[') + inner + std::string(depth, ']');
-}
-
-// A prompt of `n` words, far more tokens than a 128-cell slot holds when n is a few hundred.
-std::string Words(int n) {
-  std::string s;
-  for (int i = 0; i < n; ++i) s += "lorem ipsum ";
-  return s;
 }
 
 std::vector<Case> HostileCases(const std::string& slot_dir) {
@@ -445,7 +353,7 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
       {"embeddings", "empty input list", "POST", emb, kJson, Body({{"input", json::array()}}), 400,
        "input: must not be an empty list"},
       {"embeddings", "empty token list", "POST", emb, kJson, Body({{"input", {json::array()}}}), 400,
-       "the prompt is empty"},
+       "input[0]: must not be an empty list"},
       {"embeddings", "encoding_format base65", "POST", emb, kJson,
        Body({{"input", "x"}, {"encoding_format", "base65"}}), 400,
        "encoding_format: must be \"float\" or \"base64\", got \"base65\""},
@@ -546,32 +454,6 @@ struct Probe {
     return c.contains("message") ? c["message"]["content"].get<std::string>() : c["text"].get<std::string>();
   }
 };
-
-void ExpectOpenAiError(const Case& k, const Reply& r) {
-  SCOPED_TRACE(k.category + " / " + k.name);
-  EXPECT_EQ(r.status, k.status) << r.body.substr(0, 500);
-  EXPECT_EQ(r.content_type.rfind("application/json", 0), 0u) << r.content_type;
-  const json j = json::parse(r.body, nullptr, false);
-  ASSERT_TRUE(j.is_object() && j.contains("error") && j["error"].is_object()) << r.body.substr(0, 500);
-  const json& e = j["error"];
-  ASSERT_TRUE(e.contains("message") && e["message"].is_string()) << r.body.substr(0, 500);
-  EXPECT_TRUE(e.contains("type") && e["type"].is_string() && !e["type"].get<std::string>().empty()) << r.body;
-  EXPECT_EQ(e.value("code", 0), k.status) << r.body.substr(0, 500);
-  if (k.status == 404) {
-    EXPECT_EQ(e["type"], "not_found_error");
-  }
-  if (k.status == 400 || k.status == 413 || k.status == 414 || k.status == 415) {
-    // A prompt longer than the context has llama-server's own type, with the two numbers as fields.
-    if (e["type"] == "exceed_context_size_error") {
-      EXPECT_TRUE(e["n_prompt_tokens"].is_number_integer() && e["n_ctx"].is_number_integer()) << r.body;
-      EXPECT_GT(e["n_prompt_tokens"].get<int64_t>(), e["n_ctx"].get<int64_t>() - 1) << r.body;
-    } else {
-      EXPECT_EQ(e["type"], "invalid_request_error");
-    }
-  }
-  const std::string msg = e["message"].get<std::string>();
-  EXPECT_NE(msg.find(k.message_part), std::string::npos) << "message: " << msg.substr(0, 500);
-}
 
 TEST(ServerHostile, EveryMalformedRequestGetsAPrecise4xxAndTheServerStaysCorrect) {
   REQUIRE_SHARED_FILE(kModel);

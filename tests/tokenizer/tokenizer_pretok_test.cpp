@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "core/utf8.h"
 #include "tokenizer/tokenizer_vocab.h"
 #include "tokenizer/unicode.h"
 
@@ -20,7 +21,7 @@ std::vector<std::string> Words(PreType type, const std::string& text) {
   for (uint32_t len : lengths) {
     EXPECT_GT(len, 0u);
     std::string w;
-    for (size_t i = start; i < start + len; ++i) unicode::AppendUtf8(cps[i], &w);
+    for (size_t i = start; i < start + len; ++i) AppendUtf8(cps[i], &w);
     words.push_back(w);
     start += len;
   }
@@ -79,7 +80,7 @@ TEST(PreTokenizer, RandomInputsCoverEveryCodePoint) {
     for (int iter = 0; iter < 500; ++iter) {
       std::string text;
       const int len = rng() % 24;
-      for (int k = 0; k < len; ++k) unicode::AppendUtf8(pool[rng() % std::size(pool)], &text);
+      for (int k = 0; k < len; ++k) AppendUtf8(pool[rng() % std::size(pool)], &text);
       std::string joined;
       for (const std::string& w : Words(type, text)) joined += w;
       ASSERT_EQ(joined, text) << PreTypeName(type);
@@ -114,7 +115,7 @@ TEST(Unicode, LenientDecode) {
   EXPECT_EQ(unicode::Decode("\xF4\x90\x80\x80"), (V{0xFFFD, 0xFFFD, 0xFFFD, 0xFFFD}));  // > U+10FFFF
   EXPECT_EQ(unicode::Decode("\xF0\x9F\xA6\x99"), (V{0x1F999}));
   std::string s;
-  unicode::AppendUtf8(0x1F999, &s);
+  AppendUtf8(0x1F999, &s);
   EXPECT_EQ(s, "\xF0\x9F\xA6\x99");
 }
 

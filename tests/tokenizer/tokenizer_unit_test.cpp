@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "core/utf8.h"
 #include "tokenizer/tokenizer_vocab.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/utf8.h"
@@ -220,7 +221,7 @@ TEST(TokenizerStreaming, PiecesKeepSpacesAndPartialUtf8) {
 // gives back the input, with invalid UTF-8 replaced by U+FFFD on the BPE side.
 std::string ReplaceInvalid(const std::string& s) {
   std::string out;
-  for (uint32_t cp : unicode::Decode(s)) unicode::AppendUtf8(cp, &out);
+  for (uint32_t cp : unicode::Decode(s)) AppendUtf8(cp, &out);
   return out;
 }
 

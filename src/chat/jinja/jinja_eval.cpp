@@ -581,6 +581,10 @@ Result<Value> Evaluator::EvalBinary(const std::string& op, const Value& a, const
       LS_RETURN_IF_ERROR(Charge(static_cast<int64_t>(a.str().size() + b.str().size())));
       return Value::String(a.str() + b.str());
     }
+    if (limits_.concat_none_as_empty && ((a.is_string() && (b.is_undefined() || b.is_none())) ||
+                                         (b.is_string() && (a.is_undefined() || a.is_none())))) {
+      return a.is_string() ? a : b;
+    }
     if (a.is_array() && b.is_array() && a.is_tuple() == b.is_tuple()) {
       std::vector<Value> items = a.items();
       items.insert(items.end(), b.items().begin(), b.items().end());

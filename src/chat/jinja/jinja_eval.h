@@ -28,6 +28,9 @@ struct RenderLimits {
   // The clock strftime_now() reads: unset, the real local time (as transformers' datetime.now()); set, this
   // instant (seconds since the Unix epoch) in UTC, so tests render fixed dates.
   std::optional<int64_t> now_unix;
+  // llama.cpp's renderer treats an undefined or none operand of `+` next to a string as the empty string
+  // (Jinja2 raises); templates such as firefunction-v2 rely on it. Off: Jinja2's TypeError.
+  bool concat_none_as_empty = false;
 };
 
 // Work units charged per loop iteration and macro call (each costs far more than copying a byte).

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "chat/jinja/jinja_value.h"
+#include "core/utf8.h"
 
 namespace lazyslot::jinja {
 
@@ -371,7 +372,7 @@ class Lexer {
           }
           p += len;
           if (cp > 0x10FFFF) return ErrorAt(p - 2 - len, "invalid \\U escape in string literal");
-          AppendUtf8(&out, cp);
+          AppendUtf8(cp, &out);
           break;
         }
         default:
@@ -379,7 +380,7 @@ class Lexer {
             uint32_t cp = static_cast<uint32_t>(e - '0');
             for (int i = 0; i < 2 && p < n && src_[p] >= '0' && src_[p] <= '7'; ++i)
               cp = cp * 8 + (src_[p++] - '0');
-            AppendUtf8(&out, cp);
+            AppendUtf8(cp, &out);
           } else {
             out += '\\';
             out += e;

@@ -144,9 +144,9 @@ Result<std::string> ToJson(const Value& v, const JsonOptions& options);
 bool PyEquals(const Value& a, const Value& b);
 Result<int> PyCompare(const Value& a, const Value& b);
 
-// UTF-8 helpers: strings are UTF-8 bytes but Python indexes and counts code points.
+// UTF-8 helpers: strings are UTF-8 bytes but Python indexes and counts code points. (Encoding a code point
+// is core/utf8.h's AppendUtf8.)
 size_t Utf8Length(std::string_view s);
 std::vector<std::string_view> Utf8Chars(std::string_view s);
-void AppendUtf8(std::string* out, uint32_t cp);
 
 }  // namespace lazyslot::jinja

@@ -61,8 +61,18 @@ void Proxy(ServerState& st, const httplib::Request& req, httplib::Response& res,
   if (!std::regex_match(url, m, kUrl)) {
     return SetError(res, 400, "url: '" + url + "' is not an http or https URL with a host", "url");
   }
+  // A DNS name has at most 253 characters: a longer host could only end in a lookup failure, a 502.
+  const std::string authority = m[2].str();
+  const std::string host = authority[0] == '[' ? authority.substr(0, authority.find(']') + 1)
+                                               : authority.substr(0, authority.find(':'));
+  if (host.size() > 253) {
+    return SetError(res, 400,
+                    "url: the host name has " + std::to_string(host.size()) +
+                        " characters; a DNS name has at most 253",
+                    "url");
+  }
   const std::string scheme = strcasecmp(m[1].str().c_str(), "https") == 0 ? "https" : "http";
-  const std::string origin = scheme + "://" + m[2].str();
+  const std::string origin = scheme + "://" + authority;
   std::string path = m[3].str();
   if (path.empty() || path[0] == '?') path = "/" + path;
 

@@ -2,11 +2,13 @@
 // router's load/unload routes are in routes_models.cpp).
 #include <filesystem>
 
+#include "core/build_info.h"
 #include "server/generation/native_params.h"
 #include "server/generation/openai_params.h"
 #include "server/http/errors.h"
 #include "server/http/request_body.h"
 #include "server/server_state.h"
+#include "server/vertex.h"
 
 namespace lazyslot::server {
 namespace {
@@ -111,7 +113,7 @@ void Props(ServerState& st, const httplib::Request& req, httplib::Response& res)
                      {"memory_budget", budget.limit},
                      {"sleep_idle_seconds", rc.sleep_idle_s},
                      {"is_draining", st.draining.load()},
-                     {"build_info", "lazyslot"}});
+                     {"build_info", BuildInfo()}});
   }
   Result<ModelRef> model = ResolveModel(st, req, nullptr);
   if (!model.ok()) return SetStatusError(res, model.status());
@@ -168,7 +170,7 @@ void Props(ServerState& st, const httplib::Request& req, httplib::Response& res)
                  {"reasoning_format", ReasoningFormatName(st.reasoning_format)},
                  {"reasoning_syntax", ReasoningSyntaxName(m.reasoning_syntax)},
                  {"tool_call_format", ToolCallFormatName(m.tool_format)},
-                 {"build_info", "lazyslot"}});
+                 {"build_info", BuildInfo()}});
 }
 
 }  // namespace
@@ -188,35 +190,37 @@ std::string WhyNotReady(const Engine& engine) {
   return "";
 }
 
+void AnswerHealth(ServerState& s, const httplib::Request& req, httplib::Response& res) {
+  if (!s.ready.load()) return SetError(res, 503, "Loading model");
+  if (s.draining.load()) {
+    res.status = 503;
+    res.set_header("Retry-After", "1");
+    return SendJson(res, {{"status", "draining"}});
+  }
+  // Router mode: readiness of ?model= if named (without loading it), else the router's own.
+  if (req.get_param_value("ready") == "1" && (!s.router || req.has_param("model"))) {
+    Result<ModelRef> model = PeekModel(s, req.get_param_value("model"));
+    if (!model.ok()) {
+      res.set_header("Retry-After", "1");
+      return SetStatusError(res, model.status());
+    }
+    const std::string busy = WhyNotReady(model->engine());
+    if (!busy.empty()) {
+      res.status = 503;
+      res.set_header("Retry-After", "1");
+      return SendJson(res, {{"status", "busy"}, {"reason", busy}});
+    }
+  }
+  SendJson(res, {{"status", "ok"}});
+}
+
 void RegisterInfoRoutes(ServerState& st) {
   // Handlers other than /health run only once the engine is ready (the pre-routing hook answers 503 before).
   auto guard = [&st](RouteHandler fn) { return GuardRoute(st, std::move(fn)); };
   // Liveness; with ?ready=1 also readiness: 503 when a new request would have to wait.
-  auto health = [](ServerState& s, const httplib::Request& req, httplib::Response& res) {
-    if (!s.ready.load()) return SetError(res, 503, "Loading model");
-    if (s.draining.load()) {
-      res.status = 503;
-      res.set_header("Retry-After", "1");
-      return SendJson(res, {{"status", "draining"}});
-    }
-    // Router mode: readiness of ?model= if named (without loading it), else the router's own.
-    if (req.get_param_value("ready") == "1" && (!s.router || req.has_param("model"))) {
-      Result<ModelRef> model = PeekModel(s, req.get_param_value("model"));
-      if (!model.ok()) {
-        res.set_header("Retry-After", "1");
-        return SetStatusError(res, model.status());
-      }
-      const std::string busy = WhyNotReady(model->engine());
-      if (!busy.empty()) {
-        res.status = 503;
-        res.set_header("Retry-After", "1");
-        return SendJson(res, {{"status", "busy"}, {"reason", busy}});
-      }
-    }
-    SendJson(res, {{"status", "ok"}});
-  };
-  st.http.Get("/health", guard(health));
-  st.http.Get("/v1/health", guard(health));
+  st.http.Get("/health", guard(AnswerHealth));
+  st.http.Get("/v1/health", guard(AnswerHealth));
+  if (const std::string vertex = VertexHealthRoute(); !vertex.empty()) st.http.Get(vertex, guard(AnswerHealth));
   st.http.Get("/props", guard(Props));
   st.http.Get("/metrics", guard([](ServerState& s, const httplib::Request& req, httplib::Response& res) {
                 // Router mode: ?model= adds that model's engine series; it is not loaded for a scrape.

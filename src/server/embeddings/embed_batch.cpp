@@ -96,8 +96,8 @@ void SetInputTooLong(const ModelContext& m, httplib::Response& res, const std::s
   SetContextSizeError(res, n_tokens, limit,
                       (name.empty() ? std::string() : name + ": ") +
                           "the request exceeds the available context size: " + what + " has " +
-                          std::to_string(n_tokens) + " tokens, but " +
-                          (by_slot ? "a slot's context holds " : "the model's trained context holds ") +
+                          std::to_string(n_tokens) + " tokens, too large for " +
+                          (by_slot ? "a slot's context of " : "the model's trained context of ") +
                           std::to_string(limit) +
                           " (send \"truncate\": true, or start the server with --auto-truncate, to cut it)");
 }
@@ -112,24 +112,19 @@ bool PrepareInputs(const ServerState& st, const ModelContext& m, std::vector<Pro
   out->prompts.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string name = field + "[" + std::to_string(i) + "]";
-    PromptInput& in = inputs[i];
-    std::vector<TokenId> ids;
-    if (in.is_tokens) {
-      ids = std::move(in.tokens);
-    } else {
-      Result<std::vector<TokenId>> r = tok.Tokenize(in.text, true, true);
-      if (!r.ok()) {
-        SetError(res, 400, name + ": tokenizing failed: " + r.status().message(), field);
-        return false;
-      }
-      ids = std::move(*r);
+    const bool given_ids = inputs[i].is_tokens;
+    Result<std::vector<TokenId>> tokenized = TokenizePrompt(tok, std::move(inputs[i]), name);
+    if (!tokenized.ok()) {
+      SetError(res, 400, tokenized.status().message(), field);
+      return false;
     }
+    std::vector<TokenId> ids = std::move(*tokenized);
     if (ids.size() > limit) {
       if (!t.truncate) {
         SetInputTooLong(m, res, inputs.size() > 1 ? name : "", static_cast<int64_t>(ids.size()));
         return false;
       }
-      const auto [head, tail] = in.is_tokens ? std::pair<size_t, size_t>{0, 0} : AddedSpecialTokens(tok, ids);
+      const auto [head, tail] = given_ids ? std::pair<size_t, size_t>{0, 0} : AddedSpecialTokens(tok, ids);
       CutTokens(&ids, limit, head, tail, t.side);
       ++out->n_truncated;
     }

@@ -1,8 +1,10 @@
-// POST /v1/embeddings (and /embeddings): OpenAI's shape; `input` as a string, a list of strings or token-id
-// lists; pooled vectors, L2-normalised unless the request says otherwise (`normalize`, `embd_normalize`,
-// --embd-normalize), shortened to `dimensions`, as float lists or base64 of little-endian f32.
-// POST /embedding: llama-server's native shape, [{"index", "embedding": [[...]]}], one pooled row per input
-// or, under --pooling none, every token's row. See docs/embeddings.md.
+// POST /v1/embeddings: OpenAI's shape; `input` as a string, a list of strings or token-id lists (or
+// llama-server's mixed lists of ids and strings); pooled vectors, L2-normalised unless the request says
+// otherwise (`normalize`, `embd_normalize`, --embd-normalize), shortened to `dimensions`, as float lists or
+// base64 of little-endian f32.
+// POST /embedding and /embeddings (as llama-server routes them): its native shape,
+// [{"index", "embedding": [[...]]}], one pooled row per input or, under --pooling none, every token's row.
+// See docs/embeddings.md.
 #include "server/embeddings/embed_batch.h"
 #include "server/generation/openai_params.h"
 #include "server/http/errors.h"
@@ -160,7 +162,8 @@ void HandleNativeEmbedding(ServerState& st, const httplib::Request& req, httplib
 
 void RegisterEmbeddingRoutes(ServerState& st) {
   st.http.Post("/v1/embeddings", GuardRoute(st, HandleEmbeddings, false));
-  st.http.Post("/embeddings", GuardRoute(st, HandleEmbeddings, false));
+  // As llama-server: /embedding and /embeddings are its native route, /v1/embeddings OpenAI's.
+  st.http.Post("/embeddings", GuardRoute(st, HandleNativeEmbedding, false));
   st.http.Post("/embedding", GuardRoute(st, HandleNativeEmbedding, false));
 }
 

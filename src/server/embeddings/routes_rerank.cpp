@@ -96,7 +96,7 @@ class PairBuilder {
  public:
   PairBuilder(const ModelContext& m, std::string query)
       : tok_(m.engine->tokenizer()), query_(std::move(query)) {
-    Result<std::string> t = m.engine->model().file().GetString("tokenizer.chat_template.rerank");
+    Result<std::string> t = m.engine->model().ChatTemplate("rerank");
     if (t.ok()) tmpl_ = std::move(*t);
   }
 

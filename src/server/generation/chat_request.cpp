@@ -1,16 +1,24 @@
 // PrepareChat: validation, template rendering and the output constraint of a chat request.
 #include "server/generation/chat_request.h"
 
+#include <cctype>
+#include <ctime>
+#include <string_view>
+
 #include "chat/chat_messages.h"
 
 namespace lazyslot::server {
 namespace {
 
-// Reasoning switches: --reasoning-budget 0 turns thinking off; a request's reasoning_effort goes to the
-// templates that read it (gpt-oss) and switches thinking on or off in those with enable_thinking (Qwen3).
-// Set only where the client's chat_template_kwargs did not say.
+// Reasoning switches, as llama-server sets `enable_thinking` (tools/server/server-common.cpp): in templates
+// that read it, thinking is on unless -rea/--reasoning off or --reasoning-budget 0 turns it off; a request's
+// reasoning_effort goes to the templates that read it (gpt-oss) and switches thinking on or off in those with
+// enable_thinking (Qwen3). The client's chat_template_kwargs win over all of these.
 Status ReasoningKwargs(const ServerState& st, const ModelContext& m, const Json& body, Json* extra) {
   const std::string& src = m.chat_template.source();
+  if (auto it = extra->find("enable_thinking"); it != extra->end() && it->is_string()) {
+    return InvalidArgument("invalid type for \"enable_thinking\" (expected boolean, got string)");
+  }
   LS_ASSIGN_OR_RETURN(std::string effort, GetString(body, "reasoning_effort", ""));
   if (!effort.empty()) {
     if (effort != "none" && effort != "minimal" && effort != "low" && effort != "medium" &&
@@ -29,9 +37,53 @@ Status ReasoningKwargs(const ServerState& st, const ModelContext& m, const Json&
                              "' has no reasoning switch (neither reasoning_effort nor enable_thinking)");
     }
   }
-  if (st.opts.reasoning_budget == 0 && TemplateSupportsThinkingSwitch(src) &&
-      !extra->contains("enable_thinking")) {
-    (*extra)["enable_thinking"] = false;
+  if (TemplateSupportsThinkingSwitch(src) && !extra->contains("enable_thinking")) {
+    (*extra)["enable_thinking"] = st.opts.reasoning != 0 && st.opts.reasoning_budget != 0;
+  }
+  return Status::Ok();
+}
+
+// Thinking is off for this request: enable_thinking false (from the flags or the client).
+bool ThinkingOff(const Json& extra) {
+  auto it = extra.find("enable_thinking");
+  return it != extra.end() && it->is_boolean() && !it->get<bool>();
+}
+
+// With thinking off, a generation prompt that still ends in an open "<think>" (a template that always opens
+// one) is closed, as llama-server closes it, so the model answers at once and the reasoning parser does not
+// wait for a "</think>".
+void CloseOpenThink(std::string* prompt) {
+  size_t end = prompt->size();
+  while (end > 0 && std::isspace(static_cast<unsigned char>((*prompt)[end - 1]))) --end;
+  static constexpr std::string_view kOpen = "<think>";
+  if (end >= kOpen.size() && std::string_view(*prompt).substr(end - kOpen.size(), kOpen.size()) == kOpen) {
+    *prompt += "</think>";
+  }
+}
+
+// llama-server's extra template variables (common/chat.cpp, common_chat_extra_context): today's local date
+// as `date_string` ("05 Dec 2026", read by Llama 3.x templates) and `datetime` ("Dec 05 2026", firefunction).
+void DateKwargs(Json* extra) {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  auto format = [&local](const char* fmt) {
+    char buf[64];
+    const size_t n = std::strftime(buf, sizeof(buf), fmt, &local);
+    return std::string(buf, n);
+  };
+  if (!extra->contains("date_string")) (*extra)["date_string"] = format("%d %b %Y");
+  if (!extra->contains("datetime")) (*extra)["datetime"] = format("%b %d %Y");
+}
+
+// llama-server refuses a prefill after another assistant message (server-common.cpp): the last message is the
+// assistant's, the client did not ask to continue it, and the one before it is the assistant's too.
+Status CheckAssistantPair(const Json& body, const Json& wire) {
+  const Json* cont = body.contains("continue_final_message") ? &body.at("continue_final_message") : nullptr;
+  const bool asked_to_continue = cont != nullptr && cont->is_boolean() && cont->get<bool>();
+  if (asked_to_continue || wire.size() < 2) return Status::Ok();
+  if (wire.back().value("role", "") == "assistant" && wire[wire.size() - 2].value("role", "") == "assistant") {
+    return InvalidArgument("Cannot have 2 or more assistant messages at the end of the list.");
   }
   return Status::Ok();
 }
@@ -42,6 +94,7 @@ Status ReasoningKwargs(const ServerState& st, const ModelContext& m, const Json&
 Result<std::string> RenderText(const ServerState& st, const ModelContext& m, const Json& body,
                                const ToolRequest& tools) {
   LS_ASSIGN_OR_RETURN(Json wire, ParseChatMessages(body));
+  LS_RETURN_IF_ERROR(CheckAssistantPair(body, wire));
   LS_ASSIGN_OR_RETURN(bool add_generation_prompt, GetBool(body, "add_generation_prompt", true));
   const bool last_is_assistant = wire.back().value("role", "") == "assistant";
   const bool continue_given =
@@ -78,6 +131,7 @@ Result<std::string> RenderText(const ServerState& st, const ModelContext& m, con
   }
   LS_ASSIGN_OR_RETURN(Json messages, PrepareMessagesForTemplate(wire));
   Json extra = Json::object();
+  DateKwargs(&extra);
   extra["bos_token"] = m.bos_text;
   extra["eos_token"] = m.eos_text;
   // Templates get the tools as the client sent them (tojson prints them in the request's key order).
@@ -97,6 +151,7 @@ Result<std::string> RenderText(const ServerState& st, const ModelContext& m, con
     return InvalidArgument("messages: the chat template '" + m.chat_template.name() +
                            "' could not render them: " + text.status().message());
   }
+  if (add_generation_prompt && ThinkingOff(extra)) CloseOpenThink(&*text);
   return *text + prefill;
 }
 

@@ -56,6 +56,7 @@ struct Generation {
   ChatParseOptions chat_options;
   LogprobRequest logprobs;
   int n_per_prompt = 1;  // `n`
+  std::string verbose_prompt;  // params.verbose: the first prompt as text, special tokens shown
   std::vector<Choice> choices;
   std::unique_ptr<ActiveRequest> active;  // counted while the answer is being produced (the drain waits)
   int fd = -1;           // the client's socket, for noticing a disconnect (-1: unknown)

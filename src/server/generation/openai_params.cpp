@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "core/log.h"
 #include "server/generation/native_params.h"
 #include "server/generation/sampling_fields.h"
 
@@ -198,6 +199,7 @@ Result<GenerationParams> ParseGenerationParams(const Json& body, const SamplingP
     p.cache_salt = v.get<std::string>();
   }
   LS_ASSIGN_OR_RETURN(p.stream, GetBool(body, "stream", false));
+  LS_ASSIGN_OR_RETURN(p.verbose, GetBool(body, "verbose", GetLogLevel() == LogLevel::kDebug));
   if (Present(body, "stream_options")) {
     const Json& so = body.at("stream_options");
     if (!so.is_object()) return FieldError("stream_options", "expected an object, got " + TypeName(so));
@@ -269,6 +271,7 @@ const std::vector<std::string>& GenerationFields() {
                                                    "logit_bias",
                                                    "n_probs",
                                                    "post_sampling_probs",
+                                                   "verbose",
                                                    "model",
                                                    "user",
                                                    "metadata",
@@ -380,7 +383,7 @@ Result<std::vector<TokenId>> ParseTokenList(const Json& value, const std::string
 Result<std::vector<PromptInput>> ParsePromptList(const Json& value, const std::string& field) {
   std::vector<PromptInput> out;
   if (value.is_string()) {
-    out.push_back(PromptInput{false, value.get<std::string>(), {}});
+    out.push_back(PromptInput{false, value.get<std::string>(), {}, {}});
     return out;
   }
   if (!value.is_array()) {
@@ -390,23 +393,49 @@ Result<std::vector<PromptInput>> ParsePromptList(const Json& value, const std::s
                           TypeName(value));
   }
   if (value.empty()) return FieldError(field, "must not be an empty list");
-  if (value[0].is_number()) {  // one prompt given as token ids
-    LS_ASSIGN_OR_RETURN(std::vector<TokenId> ids, ParseTokenList(value, field));
-    out.push_back(PromptInput{true, "", std::move(ids)});
+  // A list of ids and strings is one prompt (llama-server's mixed form); one of ids only, token ids.
+  auto one_prompt = [](const Json& list, const std::string& name) -> Result<PromptInput> {
+    bool has_string = false;
+    for (const Json& e : list) has_string = has_string || e.is_string();
+    if (!has_string) {
+      LS_ASSIGN_OR_RETURN(std::vector<TokenId> ids, ParseTokenList(list, name));
+      return PromptInput{true, "", std::move(ids), {}};
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list[i].is_string()) continue;
+      LS_RETURN_IF_ERROR(ParseTokenList(Json::array({list[i]}), name + "[" + std::to_string(i) + "]").status());
+    }
+    return PromptInput{false, "", {}, list};
+  };
+  bool has_number = false;
+  for (const Json& e : value) has_number = has_number || e.is_number();
+  if (has_number) {
+    LS_ASSIGN_OR_RETURN(PromptInput in, one_prompt(value, field));
+    out.push_back(std::move(in));
     return out;
   }
   for (size_t i = 0; i < value.size(); ++i) {
     const std::string name = field + "[" + std::to_string(i) + "]";
     if (value[i].is_string()) {
-      out.push_back(PromptInput{false, value[i].get<std::string>(), {}});
+      out.push_back(PromptInput{false, value[i].get<std::string>(), {}, {}});
+    } else if (value[i].is_array() && !value[i].empty()) {
+      LS_ASSIGN_OR_RETURN(PromptInput in, one_prompt(value[i], name));
+      out.push_back(std::move(in));
     } else if (value[i].is_array()) {
-      LS_ASSIGN_OR_RETURN(std::vector<TokenId> ids, ParseTokenList(value[i], name));
-      out.push_back(PromptInput{true, "", std::move(ids)});
+      return FieldError(name, "must not be an empty list");
     } else {
       return FieldError(name, "expected a string or a list of token ids, got " + TypeName(value[i]));
     }
   }
   return out;
+}
+
+Result<std::vector<TokenId>> TokenizePrompt(const Tokenizer& tok, PromptInput in, const std::string& field) {
+  if (in.is_tokens) return std::move(in.tokens);
+  if (in.mixed.is_array()) return ParseNativePrompt(in.mixed, field, tok, true);
+  Result<std::vector<TokenId>> ids = tok.Tokenize(in.text, true, true);
+  if (!ids.ok()) return InvalidArgument(field + ": tokenizing failed: " + ids.status().message());
+  return ids;
 }
 
 Result<std::vector<std::pair<int32_t, float>>> ParseLogitBias(const Json& value, const Tokenizer& tok,

@@ -49,6 +49,9 @@ struct GenerationParams {
   std::string cache_salt;    // vLLM's: KV reused and shared only with requests of the same salt
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // llama-server's `verbose`: the OpenAI answers carry `__verbose`, the native answer of the same generation
+  // (its rendered prompt included). Default: on under --verbose, as llama-server.
+  bool verbose = false;
 };
 
 // Reads the generation fields shared by /v1/chat/completions, /v1/completions and /completion, over the
@@ -58,16 +61,23 @@ struct GenerationParams {
 uint64_t CacheScope(const std::string& salt);
 Result<GenerationParams> ParseGenerationParams(const Json& body, const SamplingParams& defaults = {});
 
-// One prompt: text to tokenize, or token ids given by the client.
+// One prompt: text to tokenize, token ids given by the client, or llama-server's mixed list of both
+// ([12, 34, "text", 56]: `mixed`, an array, with is_tokens false and text empty).
 struct PromptInput {
   bool is_tokens = false;
   std::string text;
   std::vector<TokenId> tokens;
+  Json mixed;
 };
 
 // `value` is a string, a list of token ids, a list of strings or a list of token-id lists (OpenAI's
-// `prompt` and `input`). Returns one PromptInput per prompt; `field` names the value in errors.
+// `prompt` and `input`), or as llama-server also takes them, a mixed list of ids and strings (one prompt) or a
+// list whose elements are such mixed lists. Returns one PromptInput per prompt; `field` names it in errors.
 Result<std::vector<PromptInput>> ParsePromptList(const Json& value, const std::string& field);
+
+// The prompt's tokens: ids as given; text (and a mixed list's strings) tokenized with BOS as the model asks
+// and control-token text parsed, as llama-server does. `field` names the prompt in errors.
+Result<std::vector<TokenId>> TokenizePrompt(const Tokenizer& tok, PromptInput in, const std::string& field);
 
 // A list of token ids (each an integer in int32 range).
 Result<std::vector<TokenId>> ParseTokenList(const Json& value, const std::string& field);

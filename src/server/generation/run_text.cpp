@@ -168,6 +168,9 @@ void RunTextGeneration(ServerState& st, ModelRef model, TextRun run, const httpl
   g->chat_options = std::move(run.chat_options);
   g->logprobs = run.logprobs;
   g->n_per_prompt = params.n;
+  if (params.verbose && !run.prompts.empty()) {
+    g->verbose_prompt = m.engine->tokenizer().Detokenize(run.prompts[0], false, true);
+  }
   g->fd = FindConnectionSocket(req);
   if (!params.seed_given) params.sampling.seed = RandomSeed();
   if (params.n_predict < 0) params.n_predict = st.opts.n_predict;  // the server's -n: the default

@@ -4,6 +4,7 @@
 // native `completion_probabilities`.
 #include <cmath>
 
+#include "core/build_info.h"
 #include "server/generation/native_params.h"
 #include "server/generation/response_format.h"
 #include "server/http/errors.h"
@@ -71,7 +72,7 @@ OJson ChunkBase(const Generation& g, const char* object) {
              {"object", object},
              {"created", g.created},
              {"model", g.model->model_id},
-             {"system_fingerprint", "lazyslot"}};
+             {"system_fingerprint", BuildInfo()}};
   if (g.params.include_usage) j["usage"] = nullptr;  // OpenAI: null on every chunk but the last
   return j;
 }
@@ -87,6 +88,74 @@ std::string UsageAndDone(const Generation& g, const char* object) {
   return out + "data: [DONE]\n\n";
 }
 
+// llama-server's stop_type: "word" (a stop string), "eos" (end-of-generation token), "limit" (n_predict or
+// the context).
+const char* StopType(const ChatOutcome& o) {
+  if (o.finish_reason == "length") return "limit";
+  return o.stop_word.empty() ? "eos" : "word";
+}
+
+// llama-server's response_fields: only the listed paths ("a/b" reads j["a"]["b"]), keyed by the path.
+OJson SelectFields(const OJson& j, const std::vector<std::string>& paths) {
+  OJson out = OJson::object();
+  for (const std::string& path : paths) {
+    const OJson* cur = &j;
+    size_t start = 0;
+    bool found = true;
+    while (found) {
+      const size_t slash = path.find('/', start);
+      const std::string key =
+          path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+      auto it = cur->is_object() ? cur->find(key) : cur->end();
+      if (!cur->is_object() || it == cur->end()) {
+        found = false;
+        break;
+      }
+      cur = &*it;
+      if (slash == std::string::npos) break;
+      start = slash + 1;
+    }
+    if (found) out[path] = *cur;
+  }
+  return out;
+}
+
+// llama-server's native answer for choice i: the /completion body, and the `__verbose` of the OpenAI ones.
+OJson NativeResult(const Generation& g, size_t i, const ChatOutcome& o, const LlamaFormatOptions& opts,
+                   bool streamed) {
+  const Choice& c = g.choices[i];
+  const Event& f = c.final;
+  OJson toks = OJson::array();
+  if (opts.return_tokens && !streamed) {
+    for (TokenId t : c.tokens) toks.push_back(t);
+  }
+  // The settings this choice ran with: the server's defaults applied, its own seed.
+  OJson settings = GenerationSettingsJson(g.params, *g.model);
+  settings["seed"] = g.params.sampling.seed + (i % std::max(1, g.n_per_prompt));
+  settings["n_probs"] = g.logprobs.enabled ? g.logprobs.n_top : 0;
+  settings["post_sampling_probs"] = g.logprobs.post_sampling;
+  OJson j = {{"index", i},
+             {"content", streamed ? std::string() : o.content},
+             {"tokens", std::move(toks)},
+             {"id_slot", f.slot},
+             {"stop", true},
+             {"model", g.model->model_id},
+             {"tokens_predicted", f.n_generated},
+             {"tokens_evaluated", f.n_prompt},
+             {"generation_settings", std::move(settings)},
+             {"prompt", opts.prompt_text},
+             {"has_new_line", c.text.find('\n') != std::string::npos},
+             {"truncated", f.truncated},
+             {"stop_type", StopType(o)},
+             {"stopping_word", o.stop_word},
+             {"tokens_cached", f.n_prompt + std::max(0, f.n_generated - 1)},
+             {"timings", Timings(f)}};
+  if (!streamed && g.logprobs.enabled) {
+    j["completion_probabilities"] = ProbEntries(g, c.probs);
+  }
+  return opts.response_fields.empty() ? j : SelectFields(j, opts.response_fields);
+}
+
 // A whole OpenAI answer around its choices: id, object, created, model, usage (and llama-server's timings
 // for a single choice).
 OJson FinalBody(const Generation& g, const char* object, OJson choices) {
@@ -94,11 +163,20 @@ OJson FinalBody(const Generation& g, const char* object, OJson choices) {
              {"object", object},
              {"created", g.created},
              {"model", g.model->model_id},
-             {"system_fingerprint", "lazyslot"},
+             {"system_fingerprint", BuildInfo()},
              {"choices", std::move(choices)},
              {"usage", Usage(g, g.n_per_prompt)}};
   if (g.choices.size() == 1) j["timings"] = Timings(g.choices[0].final);
   return j;
+}
+
+// llama-server's `verbose`: the first choice's native answer beside the OpenAI one.
+void AddVerbose(const Generation& g, const std::vector<ChatOutcome>& outcomes, OJson* body) {
+  if (!g.params.verbose || outcomes.empty()) return;
+  LlamaFormatOptions opts;
+  opts.return_tokens = true;
+  opts.prompt_text = g.verbose_prompt;
+  (*body)["__verbose"] = NativeResult(g, 0, outcomes[0], opts, false);
 }
 
 OJson ToolCallsJson(const std::vector<ToolCall>& calls) {
@@ -177,7 +255,9 @@ class OpenAiChatFormat : public ResponseFormat {
                          {"logprobs", std::move(lp)},
                          {"finish_reason", o.finish_reason}});
     }
-    return FinalBody(g, "chat.completion", std::move(choices));
+    OJson body = FinalBody(g, "chat.completion", std::move(choices));
+    AddVerbose(g, outcomes, &body);
+    return body;
   }
 
  private:
@@ -235,7 +315,9 @@ class OpenAiCompletionFormat : public ResponseFormat {
                          {"logprobs", std::move(lp)},
                          {"finish_reason", outcomes[i].finish_reason}});
     }
-    return FinalBody(g, "text_completion", std::move(choices));
+    OJson body = FinalBody(g, "text_completion", std::move(choices));
+    AddVerbose(g, outcomes, &body);
+    return body;
   }
 
  private:
@@ -252,38 +334,6 @@ class OpenAiCompletionFormat : public ResponseFormat {
 
   std::vector<size_t> offsets_;
 };
-
-// llama-server's stop_type: "word" (a stop string), "eos" (end-of-generation token), "limit" (n_predict or
-// the context).
-const char* StopType(const ChatOutcome& o) {
-  if (o.finish_reason == "length") return "limit";
-  return o.stop_word.empty() ? "eos" : "word";
-}
-
-// llama-server's response_fields: only the listed paths ("a/b" reads j["a"]["b"]), keyed by the path.
-OJson SelectFields(const OJson& j, const std::vector<std::string>& paths) {
-  OJson out = OJson::object();
-  for (const std::string& path : paths) {
-    const OJson* cur = &j;
-    size_t start = 0;
-    bool found = true;
-    while (found) {
-      const size_t slash = path.find('/', start);
-      const std::string key =
-          path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-      auto it = cur->is_object() ? cur->find(key) : cur->end();
-      if (!cur->is_object() || it == cur->end()) {
-        found = false;
-        break;
-      }
-      cur = &*it;
-      if (slash == std::string::npos) break;
-      start = slash + 1;
-    }
-    if (found) out[path] = *cur;
-  }
-  return out;
-}
 
 class LlamaFormat : public ResponseFormat {
  public:
@@ -348,37 +398,7 @@ class LlamaFormat : public ResponseFormat {
 
  private:
   OJson Result(const Generation& g, size_t i, const ChatOutcome& o, bool streamed) const {
-    const Choice& c = g.choices[i];
-    const Event& f = c.final;
-    OJson toks = OJson::array();
-    if (o_.return_tokens && !streamed) {
-      for (TokenId t : c.tokens) toks.push_back(t);
-    }
-    // The settings this choice ran with: the server's defaults applied, its own seed.
-    OJson settings = GenerationSettingsJson(g.params, *g.model);
-    settings["seed"] = g.params.sampling.seed + (i % std::max(1, g.n_per_prompt));
-    settings["n_probs"] = g.logprobs.enabled ? g.logprobs.n_top : 0;
-    settings["post_sampling_probs"] = g.logprobs.post_sampling;
-    OJson j = {{"index", i},
-               {"content", streamed ? std::string() : o.content},
-               {"tokens", std::move(toks)},
-               {"id_slot", f.slot},
-               {"stop", true},
-               {"model", g.model->model_id},
-               {"tokens_predicted", f.n_generated},
-               {"tokens_evaluated", f.n_prompt},
-               {"generation_settings", std::move(settings)},
-               {"prompt", o_.prompt_text},
-               {"has_new_line", c.text.find('\n') != std::string::npos},
-               {"truncated", f.truncated},
-               {"stop_type", StopType(o)},
-               {"stopping_word", o.stop_word},
-               {"tokens_cached", f.n_prompt + std::max(0, f.n_generated - 1)},
-               {"timings", Timings(f)}};
-    if (!streamed && g.logprobs.enabled) {
-      j["completion_probabilities"] = ProbEntries(g, c.probs);
-    }
-    return o_.response_fields.empty() ? j : SelectFields(j, o_.response_fields);
+    return NativeResult(g, i, o, o_, streamed);
   }
 
   LlamaFormatOptions o_;

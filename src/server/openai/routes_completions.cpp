@@ -20,14 +20,11 @@ namespace {
 Result<std::vector<std::vector<TokenId>>> Tokenized(const ModelContext& m, std::vector<PromptInput> inputs) {
   std::vector<std::vector<TokenId>> out;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].is_tokens) {
-      out.push_back(std::move(inputs[i].tokens));
-      continue;
-    }
     // As llama-server: BOS as the model asks, and control-token text in the prompt becomes those tokens.
-    Result<std::vector<TokenId>> ids = m.engine->tokenizer().Tokenize(inputs[i].text, true, true);
-    if (!ids.ok()) return InvalidArgument("prompt: tokenizing failed: " + ids.status().message());
-    out.push_back(std::move(*ids));
+    LS_ASSIGN_OR_RETURN(std::vector<TokenId> ids,
+                        TokenizePrompt(m.engine->tokenizer(), std::move(inputs[i]),
+                                       inputs.size() > 1 ? "prompt[" + std::to_string(i) + "]" : "prompt"));
+    out.push_back(std::move(ids));
   }
   return out;
 }

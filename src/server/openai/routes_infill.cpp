@@ -2,7 +2,8 @@
 // out as llama-server does (repo-level pattern): [BOS] [FIM_REP]myproject\n ([FIM_SEP]filename\n text)...
 // [FIM_SEP]filename\n [FIM_PRE]prefix [FIM_SUF]suffix [FIM_MID]prompt. Unlike llama-server, nothing is cut
 // to fit a batch: a prompt longer than the context is a 400. A model without FIM tokens gets 501.
-#include <mutex>
+#include <string>
+#include <vector>
 
 #include "server/generation/native_params.h"
 #include "server/generation/response_format.h"
@@ -11,73 +12,6 @@
 
 namespace lazyslot::server {
 namespace {
-
-struct FimTokens {
-  TokenId pre = -1, suf = -1, mid = -1, rep = -1, sep = -1;
-};
-
-// The FIM tokens: the GGUF's tokenizer.ggml.fim_*_token_id, else found by their usual texts (as llama.cpp
-// does for Qwen, StarCoder, CodeLlama, DeepSeek Coder and Codestral vocabularies).
-FimTokens ScanFimTokens(const ModelContext& m) {
-  const Tokenizer& tok = m.engine->tokenizer();
-  const gguf::File& f = m.engine->model().file();
-  auto by_key = [&](const char* key) -> TokenId {
-    Result<uint32_t> id = f.GetU32(key);
-    return id.ok() && static_cast<int32_t>(*id) < tok.n_vocab() ? static_cast<TokenId>(*id) : -1;
-  };
-  FimTokens t;
-  t.pre = by_key("tokenizer.ggml.fim_pre_token_id");
-  t.suf = by_key("tokenizer.ggml.fim_suf_token_id");
-  t.mid = by_key("tokenizer.ggml.fim_mid_token_id");
-  t.rep = by_key("tokenizer.ggml.fim_rep_token_id");
-  t.sep = by_key("tokenizer.ggml.fim_sep_token_id");
-  struct Text {
-    TokenId* slot;
-    std::vector<const char*> texts;
-  };
-  const std::vector<Text> known = {
-      {&t.pre,
-       {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "\xe2\x96\x81<PRE>",
-        "<\xef\xbd\x9c"
-        "fim\xe2\x96\x81"
-        "begin\xef\xbd\x9c>",
-        "[PREFIX]"}},
-      {&t.suf,
-       {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "\xe2\x96\x81<SUF>",
-        "<\xef\xbd\x9c"
-        "fim\xe2\x96\x81"
-        "hole\xef\xbd\x9c>",
-        "[SUFFIX]"}},
-      {&t.mid,
-       {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "\xe2\x96\x81<MID>",
-        "<\xef\xbd\x9c"
-        "fim\xe2\x96\x81"
-        "end\xef\xbd\x9c>",
-        "[MIDDLE]"}},
-      {&t.rep, {"<|repo_name|>", "<repo_name>", "<reponame>"}},
-      {&t.sep, {"<|file_sep|>", "<file_sep>", "<filename>"}},
-  };
-  for (const Text& k : known) {
-    if (*k.slot >= 0) continue;
-    for (TokenId id = 0; id < tok.n_vocab() && *k.slot < 0; ++id) {
-      const std::string text = tok.TokenText(id);
-      for (const char* want : k.texts) {
-        if (text == want) {
-          *k.slot = id;
-          break;
-        }
-      }
-    }
-  }
-  return t;
-}
-
-// Scanned once per loaded model (a pass over the vocabulary), kept in its context.
-FimTokens FindFimTokens(ModelContext& m) {
-  std::lock_guard<std::mutex> lock(m.fim_mu);
-  if (!m.fim_tokens) m.fim_tokens = std::make_shared<const FimTokens>(ScanFimTokens(m));
-  return *static_cast<const FimTokens*>(m.fim_tokens.get());
-}
 
 Result<std::vector<TokenId>> Plain(const Tokenizer& tok, const std::string& text, const std::string& field) {
   Result<std::vector<TokenId>> ids = tok.Tokenize(text, false, false);
@@ -168,7 +102,8 @@ void HandleInfill(ServerState& st, const httplib::Request& req, httplib::Respons
   Result<ModelRef> model = ResolveModel(st, req, &*body);
   if (!model.ok()) return SetStatusError(res, model.status());
   ModelContext& m = **model;
-  const FimTokens fim = FindFimTokens(m);
+  // The vocabulary's FIM tokens (its tokenizer.ggml.fim_*_token_id, else found by their usual texts).
+  const FimTokens& fim = m.engine->tokenizer().fim();
   if (fim.pre < 0 || fim.suf < 0 || fim.mid < 0) {
     std::string missing;
     if (fim.pre < 0) missing += " prefix";
