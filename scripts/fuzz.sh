@@ -14,7 +14,9 @@ SECONDS_PER_TARGET=${1:-60}
 shift || true
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-  read -r -a TARGETS <<<"$(sed -n 's/^set(LAZYSLOT_FUZZ_TARGETS \(.*\))$/\1/p' "$ROOT/CMakeLists.txt")"
+  # set(LAZYSLOT_FUZZ_TARGETS a b ...), possibly over several lines.
+  read -r -a TARGETS <<<"$(awk '/^set\(LAZYSLOT_FUZZ_TARGETS/ {on = 1} on {line = line " " $0} on && /\)/ {exit}
+    END {sub(/.*set\(LAZYSLOT_FUZZ_TARGETS/, "", line); sub(/\).*/, "", line); print line}' "$ROOT/CMakeLists.txt")"
   [ ${#TARGETS[@]} -gt 0 ] || { echo "fuzz: no LAZYSLOT_FUZZ_TARGETS in CMakeLists.txt" >&2; exit 1; }
 fi
 JOBS=${FUZZ_JOBS:-1}
