@@ -13,7 +13,9 @@ ROOT=$(pwd)
 SECONDS_PER_TARGET=${1:-60}
 shift || true
 TARGETS=("$@")
+BUILD_TARGETS=$(printf '%s_fuzz ' "${TARGETS[@]}")
 if [ ${#TARGETS[@]} -eq 0 ]; then
+  BUILD_TARGETS=fuzzers  # CMake's target of them all: one parallel build
   # set(LAZYSLOT_FUZZ_TARGETS a b ...), possibly over several lines.
   read -r -a TARGETS <<<"$(awk '/^set\(LAZYSLOT_FUZZ_TARGETS/ {on = 1} on {line = line " " $0} on && /\)/ {exit}
     END {sub(/.*set\(LAZYSLOT_FUZZ_TARGETS/, "", line); sub(/\).*/, "", line); print line}' "$ROOT/CMakeLists.txt")"
@@ -38,7 +40,7 @@ if [ "${FUZZ_SKIP_BUILD:-0}" != 1 ]; then
   nice -n "$NICE" cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_COMPILER="$CXX" -DLAZYSLOT_FUZZ=ON >/dev/null
   build_start=$(date +%s)
-  nice -n "$NICE" cmake --build "$BUILD" -j"${FUZZ_BUILD_JOBS:-2}" --target $(printf '%s_fuzz ' "${TARGETS[@]}")
+  nice -n "$NICE" cmake --build "$BUILD" -j"${FUZZ_BUILD_JOBS:-2}" --target $BUILD_TARGETS
   echo "fuzz: built ${#TARGETS[@]} targets in $(($(date +%s) - build_start)) s"
 fi
 
