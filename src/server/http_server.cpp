@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -142,11 +143,12 @@ std::string AllowedOrigin(const ServerOptions& o, const httplib::Request& req) {
   return "";
 }
 
-// Set by the pre-routing hook on a connection's thread when it refuses a request because of the drain (its
-// body is left unread, so the connection must close after the 503); read and cleared by the logger hook.
+// Set by the pre-routing hook on a connection's thread when it refuses a request because the server is
+// stopping (its body is left unread, so the connection must close after the 503); read and cleared by the
+// logger hook.
 thread_local bool t_refused_for_drain = false;
 
-// Routes that keep answering while the server drains: liveness, readiness and monitoring.
+// Routes that keep answering while the server stops: liveness, readiness and monitoring.
 bool AnswersWhileDraining(const std::string& path) {
   return IsHealthPath(path) || path == "/metrics" || path == "/props" ||
          path == "/slots" || path == "/models" || path == "/v1/models";
@@ -220,12 +222,12 @@ void InstallHooks(ServerState& st) {
       SetError(res, 503, "Loading model");
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (st.draining.load() && !AnswersWhileDraining(req.path)) {
-      // Only a connection opened before the drain gets here (the listener is closed): close it after this
-      // answer, so the client opens a new one, which is refused, and goes to another replica.
+    // During a drain a request that reaches a connection opened before it is served (a balancer that already
+    // sent a POST does not retry it elsewhere), with `Connection: close`. Once the drain is over, or on a stop
+    // without one, it would only be cancelled: it is refused, and its connection closed after the answer.
+    if (st.stopping.load() && !AnswersWhileDraining(req.path)) {
       res.set_header("Connection", "close");
-      SetError(res, 503,
-               "the server is draining (shutting down) and takes no new requests; retry on another replica");
+      SetError(res, 503, "the server is shutting down and takes no new requests; retry on another replica");
       t_refused_for_drain = true;
       return httplib::Server::HandlerResponse::Handled;
     }
@@ -410,19 +412,19 @@ void HttpServer::Drain() {
   ServerState& st = *state_;
   if (!st.ready.load()) return Stop();
   if (st.draining.exchange(true)) return;
-  // Set before the connections are looked at: a request that begins from now on is refused, one that began
-  // before is counted as busy (the pre-routing hook counts it before reading the flag).
+  // The listener closes at once: a new connection is refused, which every balancer retries on another
+  // replica. Connections already open stay, each closed after its next answer; Run closes the idle ones at
+  // the drain's end.
   bool closed = false;
-  int idle = 0;
   {
     std::lock_guard<std::mutex> lock(st.listener_mu);
     if (!st.listener_stopped && !st.listener_closed && st.listen_fd >= 0) {
       closed = st.listener_closed = StopListening(st.listen_fd);
     }
-    idle = st.connections.CloseIdle(st.opts.port);
   }
-  LS_LOG_INFO("draining: %s port %d, closed %d idle connection(s)%s",
-              closed ? "stopped listening on" : "could not close the listener of", st.opts.port, idle,
+  LS_LOG_INFO("draining: %s port %d, %d connection(s) open%s",
+              closed ? "stopped listening on" : "could not close the listener of", st.opts.port,
+              st.connections.CountOpen(st.opts.port),
               st.opts.health_port > 0
                   ? (", /health stays on port " + std::to_string(st.opts.health_port)).c_str()
                   : "");
@@ -550,14 +552,27 @@ Status HttpServer::Run() {
   while (!st.stopping.load() && !listener_done.load() && !st.draining.load())
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (st.draining.load() && !st.stopping.load()) {
-    // Graceful: the pre-routing hook refuses new requests; wait for the running ones, at most the timeout.
+    // Graceful: the listener is closed; wait for the running requests (and any that still come on a connection
+    // opened before), at most the timeout.
     const int in_flight = st.active_requests.load();
     LS_LOG_INFO("draining: %d request(s) in flight, up to %g s (--drain-timeout)", in_flight,
                 st.opts.drain_timeout_s);
     const auto t0 = std::chrono::steady_clock::now();
     const auto limit = std::chrono::duration<double>(st.opts.drain_timeout_s);
-    while (!st.stopping.load() && st.active_requests.load() > 0 &&
-           std::chrono::steady_clock::now() - t0 < limit) {
+    // Then, while kept-alive connections stay open, linger a moment before closing them: a balancer that
+    // chose this replica just before the listener closed may be sending on one of them, and the connection
+    // it opens next is refused, which makes it stop choosing this replica. Whatever comes meanwhile is served.
+    constexpr std::chrono::milliseconds kLinger(500);
+    std::optional<std::chrono::steady_clock::time_point> linger_from;
+    auto finished = t0;  // when a request was last seen running
+    while (!st.stopping.load() && std::chrono::steady_clock::now() - t0 < limit) {
+      const auto now = std::chrono::steady_clock::now();
+      if (st.active_requests.load() > 0) {
+        finished = now;
+      } else {
+        if (!linger_from) linger_from = now;
+        if (now - *linger_from >= kLinger || st.connections.CountOpen(st.opts.port) == 0) break;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     const int left = st.active_requests.load();
@@ -565,7 +580,9 @@ Status HttpServer::Run() {
       LS_LOG_WARN("drain: %d request(s) still running after %g s; cancelling them", left,
                   st.opts.drain_timeout_s);
     } else {
-      LS_LOG_INFO("drain: every request finished in %.2f s",
+      const int idle = st.connections.CloseIdle(st.opts.port);
+      LS_LOG_INFO("drain: every request finished in %.2f s; %d idle connection(s) closed after %.2f s",
+                  std::chrono::duration<double>(finished - t0).count(), idle,
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     st.stopping.store(true);

@@ -38,12 +38,12 @@ void ConnectionTracker::End(const httplib::Request& req) {
   if (it != busy_ports_.end()) busy_ports_.erase(it);
 }
 
-int ConnectionTracker::CloseIdle(int local_port) {
+// Calls fn(fd, remote_port) for every TCP connection this process accepted on `local_port` (the listening
+// socket, which has no peer, is left out).
+template <typename Fn>
+void ForEachConnection(int local_port, Fn fn) {
   DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return 0;
-  int closed = 0;
-  // Held for the whole scan: a request that begins meanwhile waits here, then sees the drain flag.
-  std::lock_guard<std::mutex> lock(mu_);
+  if (!dir) return;
   while (dirent* e = readdir(dir)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     const int fd = std::atoi(e->d_name);
@@ -57,14 +57,28 @@ int ConnectionTracker::CloseIdle(int local_port) {
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_len) != 0 || type != SOCK_STREAM) continue;
     if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) continue;
     if (PortOf(local) != local_port) continue;
-    // The listening socket has no peer; an accepted connection has one.
     if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) continue;
     const int remote_port = PortOf(peer);
-    if (remote_port < 0 || busy_ports_.count(remote_port) > 0 || HasUnreadBytes(fd)) continue;
-    if (::shutdown(fd, SHUT_RD) == 0) ++closed;
+    if (remote_port >= 0) fn(fd, remote_port);
   }
   closedir(dir);
+}
+
+int ConnectionTracker::CloseIdle(int local_port) {
+  int closed = 0;
+  // Held for the whole scan: a request that begins meanwhile waits here, then sees the drain flag.
+  std::lock_guard<std::mutex> lock(mu_);
+  ForEachConnection(local_port, [&](int fd, int remote_port) {
+    if (busy_ports_.count(remote_port) > 0 || HasUnreadBytes(fd)) return;
+    if (::shutdown(fd, SHUT_RD) == 0) ++closed;
+  });
   return closed;
+}
+
+int ConnectionTracker::CountOpen(int local_port) {
+  int open = 0;
+  ForEachConnection(local_port, [&](int, int) { ++open; });
+  return open;
 }
 
 bool StopListening(int fd) {

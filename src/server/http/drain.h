@@ -1,7 +1,7 @@
 // The socket side of a drain (SIGTERM; docs/deploy.md, "Draining"): stop accepting on the main port while the
-// connections already accepted are still served, close the kept-alive connections that sit idle between
-// requests, and close every other connection once its current response is out. cpp-httplib 0.11 has no
-// "stop listening but keep serving" call; see StopListening for how it is done with the socket it listens on.
+// connections already accepted are still served, each closed once its current response is out, and close the
+// kept-alive connections still idle when the drain ends. cpp-httplib 0.11 has no "stop listening but keep
+// serving" call; see StopListening for how it is done with the socket it listens on.
 #pragma once
 
 #include <mutex>
@@ -24,12 +24,15 @@ class ConnectionTracker {
 
   // Shuts down the read side of every TCP connection accepted on `local_port` that is between requests: none
   // is being answered on it and no bytes of a next one are waiting. httplib's keep-alive wait then reads end
-  // of file and closes the connection at once (the client, or a balancer's connection pool, sees it close and
-  // opens a new connection, which the closed listener refuses). A request whose bytes arrive in the same
-  // instant may still find the connection closing, as with any HTTP/1.1 server that closes idle connections.
-  // Call it after the drain flag is set: a request that began before is then either counted here or refused
-  // by the pre-routing hook. Returns how many were closed.
+  // of file and closes the connection at once. A request whose bytes arrive in the same instant may still find
+  // the connection closing, as with any HTTP/1.1 server that closes idle connections (RFC 9112 9.6), and a
+  // balancer does not retry a POST it already sent: so the drain calls this only at its end, once the
+  // balancer has had the time to find the listener closed and stop choosing this replica. Returns how many
+  // were closed.
   int CloseIdle(int local_port);
+
+  // How many TCP connections accepted on `local_port` are open, busy or idle.
+  int CountOpen(int local_port);
 
  private:
   std::mutex mu_;
@@ -50,7 +53,7 @@ bool StopListening(int fd);
 bool HasUnreadBytes(int fd);
 
 // During a drain, after a response went out: shuts the read side of `req`'s connection so httplib closes it
-// at once, unless a pipelined next request is already waiting (that one is answered 503 with
+// at once, unless a pipelined next request is already waiting (that one is served too, with
 // `Connection: close`, and its connection closed after it).
 void CloseAfterResponseUnlessPipelined(const httplib::Request& req);
 
