@@ -1,4 +1,5 @@
-// PrepareMessagesForTemplate: OpenAI wire-form messages to Hugging Face template form (see chat_messages.h).
+// PrepareMessagesForTemplate: OpenAI wire-form messages to Hugging Face template form, and the text a
+// continued assistant message adds (see chat_messages.h).
 #include "chat/chat_messages.h"
 
 #include <algorithm>
@@ -82,6 +83,26 @@ Result<ordered_json> PrepareMessagesForTemplate(const ordered_json& messages) {
     }
   }
   return out;
+}
+
+std::string ContinuationText(const ordered_json& content) {
+  if (content.is_string()) return content.get<std::string>();
+  std::string text;
+  if (!content.is_array()) return text;
+  for (const ordered_json& part : content) {
+    const ordered_json* t = nullptr;
+    if (part.is_string()) {
+      t = &part;
+    } else if (part.is_object()) {
+      auto type = part.find("type");
+      auto it = part.find("text");
+      if (type != part.end() && *type == "text" && it != part.end() && it->is_string()) t = &*it;
+    }
+    if (t == nullptr) continue;
+    if (!text.empty()) text += "\n\n";
+    text += t->get_ref<const std::string&>();
+  }
+  return text;
 }
 
 }  // namespace lazyslot

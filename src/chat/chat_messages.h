@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/status.h"
 
@@ -17,5 +18,12 @@ namespace lazyslot {
 // Every other field and message (tool messages with tool_call_id and name included) is copied unchanged.
 // Cost: one deep copy of the messages plus the parsed arguments.
 Result<nlohmann::ordered_json> PrepareMessagesForTemplate(const nlohmann::ordered_json& messages);
+
+// The text that a continued (prefilled) assistant message adds after the generation prompt, as llama-server
+// appends it (common_chat_msg::render_content): a string as it is; a list of parts, the "text" of its
+// {"type": "text"} parts (and plain string parts) joined by a blank line, "\n\n", where a template's history
+// gets them joined by "\n". Anything else adds nothing.
+// E.g. [{"type": "text", "text": "Wh"}, {"type": "text", "text": "ill"}] -> "Wh\n\nill".
+std::string ContinuationText(const nlohmann::ordered_json& content);
 
 }  // namespace lazyslot

@@ -108,6 +108,7 @@ Result<std::string> ChatTemplate::Apply(const nlohmann::ordered_json& messages, 
   jinja::RenderLimits limits;
   limits.now_unix = pinned_now_;
   limits.concat_none_as_empty = true;  // as llama.cpp renders chat templates (firefunction-v2's `functions`)
+  limits.none_filters_as_empty = true;  // and Functionary v3.1's `tools | selectattr(...)` without tools
   jinja::Evaluator evaluator(*program_, limits);
   Result<std::string> out = evaluator.Render(context);
   if (!out.ok()) {

@@ -1,7 +1,7 @@
 // The call layouts of each tool-call format (the facts of llama.cpp's common/chat.cpp parsers, e.g.
 // common_chat_parse_hermes_2_pro, _qwen3_coder_xml, _llama_3_1, _mistral_nemo, _magistral, _deepseek_r1,
-// _deepseek_v3_1, _generic): one matcher reads a whole call at a position and says complete, need-more or
-// invalid.
+// _deepseek_v3_1, _generic, and the autoparser's Functionary v3.1 layout): one matcher reads a whole call at
+// a position and says complete, need-more or invalid.
 #include "chat/tool_call_formats.h"
 
 #include <algorithm>
@@ -473,6 +473,56 @@ CallMatch MatchDeepSeek(std::string_view t, size_t pos, bool final) {
   }
 }
 
+// Functionary v3.1: "<function=" NAME ">" JSON object "</function>" (whitespace around the object allowed).
+CallMatch MatchFunctionary(std::string_view t, size_t pos) {
+  CallMatch m;
+  size_t p = pos + std::string_view("<function=").size();
+  RawCall call;
+  if ((m.scan = ReadName(t, &p, '>', &call.name)) != Scan::kComplete) return m;
+  SkipWs(t, &p);
+  ordered_json args;
+  if ((m.scan = ReadJson(t, &p, &args)) != Scan::kComplete) return m;
+  if (!args.is_object() || !ToArguments(&args, &call.arguments)) return Only(Scan::kInvalid);
+  SkipWs(t, &p);
+  if ((m.scan = Expect(t, &p, "</function>")) != Scan::kComplete) return m;
+  m.calls.push_back(std::move(call));
+  m.end = p;
+  return m;
+}
+
+// Functionary v3.2: [">>>"] RECIPIENT "\n", where RECIPIENT "all" opens content (consumed as an empty content
+// segment) and any other name is a call whose JSON object follows. ">>>" is absent at the output's start,
+// where whitespace may come first (a tokenizer's leading space).
+CallMatch MatchRecipient(std::string_view t, size_t pos) {
+  CallMatch m;
+  size_t p = pos;
+  if (t.substr(p).starts_with(">>>")) {
+    p += 3;
+  } else if (p == 0) {
+    SkipWs(t, &p);
+  }
+  const size_t n0 = p;
+  while (p < t.size() && IsNameChar(t[p]) && p - n0 < kMaxNameLen) ++p;
+  if (p >= t.size()) return Only(Scan::kNeedMore);
+  if (p == n0 || t[p] != '\n') return Only(Scan::kInvalid);
+  const std::string name(t.substr(n0, p - n0));
+  ++p;
+  if (name == "all") {
+    m.scan = Scan::kComplete;
+    m.has_content = true;
+    m.end = p;
+    return m;
+  }
+  RawCall call;
+  call.name = name;
+  ordered_json args;
+  if ((m.scan = ReadJson(t, &p, &args)) != Scan::kComplete) return m;
+  if (!args.is_object() || !ToArguments(&args, &call.arguments)) return Only(Scan::kInvalid);
+  m.calls.push_back(std::move(call));
+  m.end = p;
+  return m;
+}
+
 std::vector<std::string> TypesOf(const ordered_json* schema) {
   std::vector<std::string> types;
   if (schema == nullptr || !schema->is_object()) return types;
@@ -529,6 +579,8 @@ const FormatMarkers& MarkersFor(ToolCallFormat format) {
   static const FormatMarkers kLlama{{"<|python_tag|>"}, true};
   static const FormatMarkers kMistral{{"[TOOL_CALLS]"}, false};
   static const FormatMarkers kDeepSeek{{std::string(kDsCallsBegin)}, false};
+  static const FormatMarkers kFunctionary{{"<function="}, false};
+  static const FormatMarkers kRecipient{{">>>"}, false, true};
   switch (format) {
     case ToolCallFormat::kGeneric:
       return kGeneric;
@@ -544,6 +596,10 @@ const FormatMarkers& MarkersFor(ToolCallFormat format) {
     case ToolCallFormat::kDeepSeekR1:
     case ToolCallFormat::kDeepSeekV31:
       return kDeepSeek;
+    case ToolCallFormat::kFunctionaryV31:
+      return kFunctionary;
+    case ToolCallFormat::kFunctionaryV32:
+      return kRecipient;
   }
   return kGeneric;
 }
@@ -552,7 +608,9 @@ CallMatch MatchCallAt(ToolCallFormat format, std::string_view text, size_t pos, 
                       const std::vector<ToolSpec>& tools) {
   CallMatch m;
   const std::string_view at = text.substr(pos);
-  if (at.starts_with('{') && MarkersFor(format).bare_json) {
+  if (format == ToolCallFormat::kFunctionaryV32) {
+    m = MatchRecipient(text, pos);
+  } else if (at.starts_with('{') && MarkersFor(format).bare_json) {
     m = MatchBareJson(format, text, pos);
   } else if (at.starts_with("<tool_call>")) {
     m = MatchTagged(text, pos, tools);
@@ -562,6 +620,8 @@ CallMatch MatchCallAt(ToolCallFormat format, std::string_view text, size_t pos, 
     m = MatchMistral(text, pos);
   } else if (at.starts_with(kDsCallsBegin)) {
     m = MatchDeepSeek(text, pos, final);
+  } else if (at.starts_with("<function=") && format == ToolCallFormat::kFunctionaryV31) {
+    m = MatchFunctionary(text, pos);
   }
   if (m.scan == Scan::kNeedMore && final) m.scan = Scan::kInvalid;
   return m;

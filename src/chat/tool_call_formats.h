@@ -39,12 +39,15 @@ struct CallMatch {
 struct FormatMarkers {
   std::vector<std::string> triggers;  // a call starts where one of these appears (outside <think>)
   bool bare_json = false;             // a '{' at the start of the output (ignoring whitespace) may start one
+  // The output's first bytes may be a segment header without its trigger (the prompt ended in it):
+  // Functionary v3.2's recipient line after the generation prompt's ">>>".
+  bool header_at_start = false;
 };
 
 const FormatMarkers& MarkersFor(ToolCallFormat format);
 
-// Reads the call that starts at text[pos] (a trigger, or '{' for bare JSON). `final`: no more text follows,
-// so an unfinished call is kInvalid rather than kNeedMore.
+// Reads the call that starts at text[pos] (a trigger, '{' for bare JSON, or a header at the output's start).
+// `final`: no more text follows, so an unfinished call is kInvalid rather than kNeedMore.
 CallMatch MatchCallAt(ToolCallFormat format, std::string_view text, size_t pos, bool final,
                       const std::vector<ToolSpec>& tools);
 

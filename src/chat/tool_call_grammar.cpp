@@ -158,6 +158,10 @@ class Builder {
                " " + Lit(tci::kDsCallEnd);
       case ToolCallFormat::kGeneric:
         return Lit("{\"name\": \"" + n + "\", \"arguments\": ") + " " + JsonArgs(i, tool) + " \"}\"";
+      case ToolCallFormat::kFunctionaryV31:
+        return Lit("<function=" + n + ">") + " " + JsonArgs(i, tool) + " " + Lit("</function>");
+      case ToolCallFormat::kFunctionaryV32:
+        return Lit(n + "\n") + " " + JsonArgs(i, tool);
     }
     return "\"\"";
   }
@@ -172,9 +176,12 @@ class Builder {
       case ToolCallFormat::kLlama3x:
       case ToolCallFormat::kLlama3xBuiltinTools:
         return many("\"\\n\"");
+      case ToolCallFormat::kFunctionaryV32:
+        return many("\">>>\"");
       case ToolCallFormat::kMistralNemo:
         return Lit("[TOOL_CALLS][") + " " + many("\", \"") + " \"]\"";
       case ToolCallFormat::kMagistral:
+      case ToolCallFormat::kFunctionaryV31:  // calls back to back, as the template writes them
         return parallel ? one + "+" : one;
       case ToolCallFormat::kDeepSeekR1:
         return Lit(tci::kDsCallsBegin) + " " + many("\"\\n\"") + " " + Lit(tci::kDsCallsEnd);
@@ -264,11 +271,28 @@ Result<ToolGrammar> BuildToolGrammar(ToolCallFormat format, const std::vector<To
     case ToolCallFormat::kDeepSeekV31:
       out.triggers = {std::string(tci::kDsCallsBegin)};
       break;
+    case ToolCallFormat::kFunctionaryV31:
+      out.triggers = {"<function="};
+      break;
+    case ToolCallFormat::kFunctionaryV32:
+      // A call after content: ">>>" and an offered tool's name (">>>all" opens more content, so ">>>" alone
+      // cannot be the trigger). A call the output starts with follows the prompt's ">>>" and is not
+      // constrained under "auto".
+      for (size_t i = 0; i < tools.size(); ++i) {
+        if (choice.mode != ToolChoiceMode::kNamed || tools[i].name == choice.name) {
+          out.triggers.push_back(">>>" + tools[i].name + "\n");
+        }
+      }
+      break;
   }
   if (format != ToolCallFormat::kGeneric) {
     out.lazy = auto_choice;
     root = calls;
-    if (!auto_choice) {
+    if (format == ToolCallFormat::kFunctionaryV32) {
+      // Lazy sentences start at the trigger's ">>>"; from the first token, the recipient follows the prompt's
+      // ">>>" at once (a leading space would not read as a recipient).
+      if (auto_choice) root = "\">>>\" " + calls;
+    } else if (!auto_choice) {
       // From the first token: at most a little whitespace first, and for Qwen3-style templates the empty
       // think block a non-thinking turn starts with.
       const bool think = format == ToolCallFormat::kHermes2Pro || format == ToolCallFormat::kQwen3CoderXml;

@@ -47,6 +47,7 @@ struct ToolCallStreamParser::Impl {
   std::vector<ToolSpec> tools;
   std::vector<std::string> markers;  // call triggers, then "<think>"
   bool bare_json = false;
+  bool header_pending = false;  // the output's start may still be a header without its trigger
   std::mt19937_64 rng;
 
   std::string text;  // all output so far
@@ -67,6 +68,7 @@ struct ToolCallStreamParser::Impl {
     markers = fm.triggers;
     markers.emplace_back(kThinkOpen);
     bare_json = fm.bare_json;
+    header_pending = fm.header_at_start && !in_think;
     if (options.id_seed != 0) {
       rng.seed(options.id_seed);
     } else {
@@ -157,8 +159,11 @@ struct ToolCallStreamParser::Impl {
           which = i;
         }
       }
-      bool bare = false;
-      if (bare_json && !outside_content) {
+      bool bare = false, header = false;
+      if (header_pending && pos == 0) {
+        at = 0;
+        header = true;
+      } else if (bare_json && !outside_content) {
         size_t f = pos;
         while (f < t.size() && IsWs(t[f])) ++f;
         if (f < t.size() && t[f] == '{' && f < at) {
@@ -178,7 +183,7 @@ struct ToolCallStreamParser::Impl {
       }
       EmitContent(t.substr(pos, at - pos), false);
       pos = at;
-      if (!bare && markers[which] == kThinkOpen) {
+      if (!bare && !header && markers[which] == kThinkOpen) {
         EmitContent(kThinkOpen, true);
         pos += kThinkOpen.size();
         in_think = true;
@@ -186,12 +191,15 @@ struct ToolCallStreamParser::Impl {
       }
       CallMatch m = MatchCallAt(format, t, at, final, tools);
       if (m.scan == Scan::kNeedMore) return;
+      header_pending = false;
       if (m.scan == Scan::kComplete) {
         EmitCalls(m);
         pos = m.end;
         continue;
       }
-      // Not a call after all: its first marker becomes content and scanning resumes after it.
+      // Not a call after all: its first marker becomes content and scanning resumes after it (a header at
+      // the start has none: its text is scanned again as ordinary output).
+      if (header) continue;
       const size_t n = bare ? 1 : markers[which].size();
       EmitContent(t.substr(at, n), false);
       pos = at + n;

@@ -154,6 +154,10 @@ const char* ToolCallFormatName(ToolCallFormat format) {
       return "DeepSeek R1";
     case ToolCallFormat::kDeepSeekV31:
       return "DeepSeek V3.1";
+    case ToolCallFormat::kFunctionaryV31:
+      return "Functionary v3.1 Llama 3.1";
+    case ToolCallFormat::kFunctionaryV32:
+      return "Functionary v3.2";
   }
   return "Generic";
 }
@@ -169,6 +173,7 @@ ToolCallFormat DetectToolCallFormat(std::string_view src) {
                ? ToolCallFormat::kDeepSeekV31
                : ToolCallFormat::kDeepSeekR1;
   }
+  if (Has(src, ">>>all") && Has(src, ">>>${recipient}")) return ToolCallFormat::kFunctionaryV32;
   const bool own_format_elsewhere = Has(src, "<|start_of_role|>")                          // Granite
                                     || Has(src, "[gMASK]<sop>")                            // GLM 4.5 / 4.6
                                     || Has(src, "<SPECIAL_10>") || Has(src, "<TOOLCALL>")  // Nemotron V2
@@ -183,7 +188,7 @@ ToolCallFormat DetectToolCallFormat(std::string_view src) {
   if (own_format_elsewhere) return ToolCallFormat::kGeneric;
   if (Has(src, "<tool_call>")) return ToolCallFormat::kHermes2Pro;
   if (Has(src, "<|start_header_id|>") && Has(src, "<function=")) {
-    return ToolCallFormat::kGeneric;  // Functionary v3.1 (llama-server has its own format)
+    return ToolCallFormat::kFunctionaryV31;  // its template writes <function=...> after Llama 3.1's headers
   }
   if (Has(src, "<|start_header_id|>ipython<|end_header_id|>")) {
     return Has(src, "<|python_tag|>") ? ToolCallFormat::kLlama3xBuiltinTools : ToolCallFormat::kLlama3x;

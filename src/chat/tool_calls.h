@@ -60,13 +60,20 @@ enum class ToolCallFormat {
   kMagistral,            // MAGISTRAL: [TOOL_CALLS]name[CALL_ID]id[ARGS]{...} (Mistral Small 3.2 layout)
   kDeepSeekR1,  // DEEPSEEK_R1: <｜tool▁call▁begin｜>function<｜tool▁sep｜>N\n```json\n{...}\n```...
   kDeepSeekV31,  // DEEPSEEK_V3_1: <｜tool▁call▁begin｜>N<｜tool▁sep｜>{...}<｜tool▁call▁end｜>
+  // Functionary v3.1 (Llama 3.1 based; llama-server's autoparser "Functionary 3.1" patch): calls anywhere in
+  // the output as <function=N>{...}</function>, back to back; plain text around them is content.
+  kFunctionaryV31,
+  // Functionary v3.2 (llama-server's specialized parser): the generation prompt ends in ">>>", so the output
+  // starts with a recipient line; "all\n" then content, or NAME "\n" {...} for a call; later segments start
+  // with ">>>" again.
+  kFunctionaryV32,
 };
 
 // A stable name for logs and /props ("Hermes 2 Pro", "Qwen3 Coder", ...).
 const char* ToolCallFormatName(ToolCallFormat format);
 // Chooses the format from the chat template's source text, with llama-server's markers and precedence.
 // Templates whose format llama-server has but this layer does not (GLM 4.5, MiniMax-M2, Kimi K2, gpt-oss,
-// Granite, Nemotron V2, Functionary) get kGeneric.
+// Granite, Nemotron V2) get kGeneric.
 ToolCallFormat DetectToolCallFormat(std::string_view template_source);
 
 // ---- Parsing model output

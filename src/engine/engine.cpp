@@ -84,6 +84,18 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineConfig& config) {
                 : (hp.pooling == PoolingType::kNone || hp.pooling == PoolingType::kRank) ? PoolingType::kMean
                                                                                          : hp.pooling;
 
+  if (config.context_shift && (encoder || config.embeddings)) {
+    return InvalidArgument("--context-shift applies to text generation; " + config.model_path +
+                           (encoder ? " is an encoder (an embedding or rerank model)"
+                                    : " serves --embeddings"));
+  }
+  if (config.context_shift && !hp.layer_window.empty() && !config.swa_full) {
+    LS_LOG_WARN("--context-shift is off for %s: its sliding-window layers keep only their window, which a "
+                "shift cannot move (--swa-full keeps every cell and allows it)",
+                hp.arch.c_str());
+    e->config_.context_shift = false;
+  }
+
   auto impl = std::make_unique<Impl>();
   impl->engine = e.get();
   // An encoder keeps nothing between passes, so a slot costs no memory and is only a range of batch rows:
@@ -474,8 +486,9 @@ void Engine::Impl::Step() {
     for (int32_t i = 0; i < batch.size(); ++i) {
       Slot& s = slots[batch.slot[i]];
       s.cache.push_back(batch.tokens[i]);
-      // After a slot's last token of the batch, its new whole blocks go into the prefix index.
-      if (i + 1 == batch.size() || batch.slot[i + 1] != batch.slot[i]) {
+      // After a slot's last token of the batch, its new whole blocks go into the prefix index (not after a
+      // context shift: those cells were computed beside tokens that are gone).
+      if ((i + 1 == batch.size() || batch.slot[i + 1] != batch.slot[i]) && s.shift_keep < 0) {
         prefix_index.Extend(s.id, s.cache, s.cache_scope);
       }
     }
@@ -638,6 +651,12 @@ void Engine::Impl::OnToken(Slot& s, TokenId tok) {
     ev.token = tok;
     ev.slot = s.id;
     ev.text = std::move(text);
+    // The timings so far (llama-server's timings_per_token): the prompt and the generation until now.
+    ev.n_prompt = static_cast<int32_t>(s.req.prompt.size());
+    ev.n_cached = s.n_cached;
+    ev.n_generated = s.n_generated;
+    ev.prompt_ms = std::chrono::duration<double, std::milli>(s.t_first - s.t_start).count();
+    ev.generation_ms = MsSince(s.t_first);
     if (s.req.n_probs >= 0) {
       ev.logprob = s.token_logprob;
       ev.top_logprobs = std::move(s.token_top);
@@ -648,11 +667,12 @@ void Engine::Impl::OnToken(Slot& s, TokenId tok) {
     Finish(s, "stop");
   } else if (s.req.n_predict >= 0 && s.n_generated >= s.req.n_predict) {
     Finish(s, "length");
-  } else if (kv->n_cells(s.id) + 1 >= engine->n_ctx_slot_ ||
-             (kv->n_cells(s.id) + 1 > s.limit_cells && !GrowReservation(s))) {
+  } else if ((kv->n_cells(s.id) + 1 >= engine->n_ctx_slot_ ||
+              (kv->n_cells(s.id) + 1 > s.limit_cells && !GrowReservation(s))) &&
+             !ShiftContext(s)) {
     // The context is full, as llama-server counts it (it never fills the slot's last cell), or the
-    // request's share of --kv-budget is (with --kv-unified: it could not grow into the pool): the generation
-    // is truncated.
+    // request's share of --kv-budget is (with --kv-unified: it could not grow into the pool), and no
+    // --context-shift made room: the generation is truncated.
     Finish(s, "length", true);
   } else {
     s.next_token = tok;
@@ -678,7 +698,7 @@ void Engine::Impl::Finish(Slot& s, const std::string& reason, bool truncated) {
   done.type = Event::kDone;
   done.finish_reason = reason;
   done.stop_word = s.text.matched();
-  done.truncated = truncated;
+  done.truncated = truncated || s.shift_keep >= 0;  // a context shift dropped part of it
   done.slot = s.id;
   done.n_prompt = static_cast<int32_t>(s.req.prompt.size());
   done.n_generated = s.n_generated;
@@ -706,7 +726,37 @@ void Engine::Impl::Release(Slot& s, bool keep_cache) {
   std::vector<float>().swap(s.hidden);
   // Without prompt caching the slot's cells are dropped and their pages returned to the kernel at once.
   s.idle_since = Clock::now();
-  if (!keep_cache) TrimSlot(s, 0, "request done, cache_prompt off", /*park_first=*/false);
+  if (!keep_cache) {
+    TrimSlot(s, 0, "request done, cache_prompt off", /*park_first=*/false);
+  } else if (s.shift_keep >= 0) {
+    TrimSlot(s, s.shift_keep, "request done after a context shift", /*park_first=*/false);
+  }
+  s.shift_keep = -1;
+}
+
+bool Engine::Impl::ShiftContext(Slot& s) {
+  if (!engine->config_.context_shift) return false;
+  const int32_t n = kv->n_cells(s.id);
+  const int32_t cells = std::min(engine->n_ctx_slot_, s.limit_cells);
+  int32_t n_keep = s.req.n_keep < 0 ? static_cast<int32_t>(s.req.prompt.size()) : s.req.n_keep;
+  if (engine->tokenizer_->add_bos()) ++n_keep;
+  n_keep = std::max(0, std::min(cells - 4, n_keep));
+  const int32_t n_left = n - n_keep;
+  const int32_t n_discard = std::clamp(s.req.n_discard > 0 ? s.req.n_discard : n_left / 2, 0,
+                                       std::max(0, n_left - 1));
+  if (n_discard <= 0) return false;
+  const Status st = kv->DropCells(s.id, n_keep, n_discard);
+  if (!st.ok()) {
+    LS_LOG_WARN("slot %d: context shift failed: %s", s.id, st.message().c_str());
+    return false;
+  }
+  fwd->ShiftKeys(s.id, n_keep, n - n_discard, n_discard);
+  s.cache.erase(s.cache.begin() + n_keep, s.cache.begin() + n_keep + n_discard);
+  prefix_index.Truncate(s.id, n_keep);
+  s.shift_keep = s.shift_keep < 0 ? n_keep : std::min(s.shift_keep, n_keep);
+  LS_LOG_INFO("slot %d: context shift: kept the first %d cells, dropped %d, %d left of %d", s.id, n_keep,
+              n_discard, n - n_discard, cells);
+  return true;
 }
 
 }  // namespace lazyslot

@@ -86,6 +86,10 @@ struct EngineConfig {
   // --mmap: the weights stay a mapping of the GGUF file (4 KiB pages, shared with every process mapping it);
   // default (--no-mmap): a private copy on 2 MiB pages, faster to stream (docs/decisions/0010).
   bool mmap = false;
+  // --context-shift (llama-server's): a generation that fills its slot drops the oldest cells after the
+  // request's n_keep and goes on (GenerationRequest::n_keep, n_discard) instead of ending with "length".
+  // Refused for encoders and --embeddings; ignored, with a warning, for sliding-window models.
+  bool context_shift = false;
 };
 
 struct GenerationRequest {
@@ -99,6 +103,11 @@ struct GenerationRequest {
   bool unpooled = false;
   SamplingParams sampling;
   int32_t n_predict = -1;         // -1: until end of generation or the slot is full
+  // With EngineConfig::context_shift, when the slot is full: the first n_keep cells stay (-1: the whole
+  // prompt; one more where the vocabulary adds BOS, as llama-server; at most the slot's cells less 4), and
+  // n_discard cells after them go (0: half of those after n_keep).
+  int32_t n_keep = 0;
+  int32_t n_discard = 0;
   std::vector<std::string> stop;  // generation ends before the first occurrence of any of these
   bool ignore_eos = false;
   // Keep this request's KV in its slot when it ends, and start from the longest matching prefix of a slot's
@@ -140,6 +149,7 @@ struct Event {
   bool truncated = false;     // generation stopped because the slot's context was full
   int slot = -1;              // the slot running the request (kToken, kProgress, kDone)
   // kProgress: prompt tokens in the cache so far (n_cached of them reused) of n_prompt, and time spent.
+  // kToken: the counts and times so far (n_prompt, n_cached, n_generated, prompt_ms, generation_ms).
   int32_t n_prompt_processed = 0;
   int32_t n_prompt = 0;
   int32_t n_generated = 0;

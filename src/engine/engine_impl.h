@@ -65,6 +65,9 @@ struct Engine::Impl {
     int32_t limit_cells = 0;     // most cells the current request may fill (slot size, or its budget share)
     uint64_t budget_bytes = 0;   // worst-case KV of the current request (a slot of its own), for the budgets
     bool commit_logged = false;  // "first commit" logged since the slot was last empty
+    // After a context shift of the current request: the cells [0, shift_keep) untouched by it. The cells past
+    // them were computed beside dropped tokens, so they are never shared or kept (-1: no shift).
+    int32_t shift_keep = -1;
     // The token being handed to OnToken: its log-probabilities (requests with n_probs >= 0).
     float token_logprob = 0;
     std::vector<TokenLogprob> token_top;
@@ -141,6 +144,9 @@ struct Engine::Impl {
   void Fail(Slot& s, const Status& st);
   void Release(Slot& s, bool keep_cache);
   void OnToken(Slot& s, TokenId tok);
+  // --context-shift: drops cells of a full slot (GenerationRequest::n_keep, n_discard) so that its generation
+  // goes on; false when it cannot (off, nothing to drop, an error: logged), and the request ends.
+  bool ShiftContext(Slot& s);
   void PublishSlotInfo();
   bool AnyBusy() const;
 

@@ -334,6 +334,15 @@ Engine::Impl::Admit Engine::Impl::TryAdmit(size_t qi) {
     s.hidden.clear();
     s.t_start = Clock::now();
     stats.prompt_tokens_cached_total += keep;
+    if (s.req.return_progress) {  // the first report: what the cache already holds (llama-server's 0% update)
+      Event ev;
+      ev.type = Event::kProgress;
+      ev.slot = s.id;
+      ev.n_prompt = n_prompt;
+      ev.n_prompt_processed = keep;
+      ev.n_cached = keep;
+      s.stream->Push(std::move(ev));
+    }
     if (keep > 0)
       LS_LOG_DEBUG("slot %d: request %llu reuses %d of %d prompt tokens", s.id,
                    static_cast<unsigned long long>(s.stream->id()), keep, n_prompt);

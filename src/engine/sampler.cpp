@@ -1,7 +1,8 @@
-// Sampler implementation. Candidates are kept as (logit, id) and narrowed stage by stage; probabilities are
-// computed only when a stage needs them, and a temperature is divided into the logits only when a later
-// stage reads them (the draw folds it into its weights). The default chain does the same float operations,
-// in the same order, as the sampler before the chain became configurable, so its draws are unchanged.
+// Sampler implementation. Candidates are (id, logit, p) and narrowed stage by stage, each stage doing what
+// llama-server's does to its candidate array: top-k, typical, XTC and a min-p or top-p that finds the array
+// unsorted sort it (descending logit); penalties and DRY mark it unsorted; min-p on an unsorted array keeps
+// the survivors in their order; softmaxes are in float; temperature divides every logit at once. The draw
+// walks the array in its order (see sampler.h). Greedy picks the most likely survivor, lower id on ties.
 #include "engine/sampler.h"
 
 #include <algorithm>
@@ -18,13 +19,24 @@ namespace {
 
 constexpr int kMirostatM = 100;  // tokens Mirostat 1 fits its Zipf exponent on (llama.cpp's m)
 
-// A function object rather than a function, so that the sorts inline it.
-struct ByLogitT {
-  bool operator()(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) const {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
+constexpr size_t kSmallSort = 128;  // up to this many candidates a full sort is a partial_sort (tie order)
+constexpr size_t kTopPFirst = 256;  // top-p on more than kTopPLarge unsorted candidates sorts these first
+constexpr size_t kTopPLarge = 1024;
+
+// Function objects rather than functions, so that the sorts inline them. The greedy pick breaks ties by id;
+// the sorts of the chain compare logits only, as llama-server's do: a partial_sort (top-k, arrays of up to
+// kSmallSort) leaves equal logits where llama-server's leaves them; a larger full sort may order them
+// differently (llama-server buckets the logits first).
+template <typename C>
+struct ByLogitThenIdT {
+  bool operator()(const C& a, const C& b) const {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
   }
 };
-constexpr ByLogitT ByLogit;
+template <typename C>
+struct ByLogitT {
+  bool operator()(const C& a, const C& b) const { return a.logit > b.logit; }
+};
 
 bool IsBanned(float logit) { return std::isinf(logit) && logit < 0; }
 
@@ -127,7 +139,7 @@ bool UsesDry(const SamplingParams& p) {
 }
 
 Sampler::Sampler(const SamplingParams& params, const Tokenizer* tokenizer)
-    : p_(params), rng_(params.seed), xtc_rng_(static_cast<uint32_t>(params.seed)) {
+    : p_(params), rng_(static_cast<uint32_t>(params.seed)), xtc_rng_(static_cast<uint32_t>(params.seed)) {
   mu_ = 2.0f * p_.mirostat_tau;
   if (p_.mirostat != 0) return;  // mirostat: logit bias -> temperature -> mirostat, nothing else
   for (SamplerStage s : p_.samplers) {
@@ -196,16 +208,13 @@ int32_t Sampler::PickSingle(int32_t token) {
 
 void Sampler::Fill(const float* logits, int32_t n_vocab) {
   cand_.resize(n_vocab);
-  for (int32_t i = 0; i < n_vocab; ++i) cand_[i] = {logits[i], i};
+  for (int32_t i = 0; i < n_vocab; ++i) cand_[i] = {i, logits[i], 0.0f};
   for (const auto& [tok, bias] : p_.logit_bias) {
-    if (tok >= 0 && tok < n_vocab) cand_[tok].first += bias;
+    if (tok >= 0 && tok < n_vocab) cand_[tok].logit += bias;
   }
-  if (prob_.size() < cand_.size()) prob_.resize(cand_.size());
   n_ = cand_.size();
   identity_ = true;
   sorted_ = false;
-  probs_ = Probs::kNone;
-  pending_temp_ = 0;
 }
 
 int32_t Sampler::Sample(const float* logits, int32_t n_vocab) {
@@ -223,21 +232,11 @@ int32_t Sampler::Sample(const float* logits, int32_t n_vocab) {
   for (SamplerStage s : greedy ? greedy_stages_ : stages_) {
     if (!RunStage(s, &pick)) return pick;
   }
-  if (greedy) return PickSingle(cand_[BestIndex()].second);
+  if (greedy) return PickSingle(cand_[BestIndex()].id);
   return Draw();
 }
 
 bool Sampler::RunStage(SamplerStage stage, int32_t* pick) {
-  if (stage == SamplerStage::kTemperature) {
-    if (p_.temperature <= 0.0f) {  // greedy: the chain ends with the most likely token
-      *pick = PickSingle(cand_[BestIndex()].second);
-      return false;
-    }
-    pending_temp_ = pending_temp_ > 0 ? pending_temp_ * p_.temperature : p_.temperature;
-    probs_ = Probs::kNone;
-    return true;
-  }
-  FlushTemperature();
   switch (stage) {
     case SamplerStage::kPenalties:
       Penalize();
@@ -260,59 +259,69 @@ bool Sampler::RunStage(SamplerStage stage, int32_t* pick) {
     case SamplerStage::kXtc:
       return Xtc(pick);
     case SamplerStage::kTemperature:
-      break;
+      if (p_.temperature <= 0.0f) {  // greedy: the chain ends with the most likely token
+        *pick = PickSingle(cand_[BestIndex()].id);
+        return false;
+      }
+      for (size_t i = 0; i < n_; ++i) cand_[i].logit /= p_.temperature;  // keeps the order
+      return true;
   }
   return true;
 }
 
-void Sampler::FlushTemperature() {
-  if (pending_temp_ <= 0) return;
-  for (size_t i = 0; i < n_; ++i) cand_[i].first /= pending_temp_;
-  pending_temp_ = 0;
-  probs_ = Probs::kNone;
+void Sampler::SortTop(size_t k) {
+  const auto first = cand_.begin(), last = cand_.begin() + static_cast<std::ptrdiff_t>(n_);
+  if (k < n_ || n_ <= kSmallSort) {
+    std::partial_sort(first, first + static_cast<std::ptrdiff_t>(k), last, ByLogitT<Cand>());
+  } else {
+    std::sort(first, last, ByLogitT<Cand>());
+  }
 }
 
-void Sampler::EnsureSorted() {
-  if (sorted_) return;
-  std::sort(cand_.begin(), cand_.begin() + n_, ByLogit);
-  sorted_ = true;
-  identity_ = false;
-  probs_ = Probs::kNone;
+float Sampler::MaxLogit() const {
+  float max = cand_[0].logit;
+  if (!sorted_) {
+    for (size_t i = 1; i < n_; ++i) max = std::max(max, cand_[i].logit);
+  }
+  return max;
 }
 
-bool Sampler::AllBanned() const {
-  if (sorted_) return IsBanned(cand_[0].first);
+bool Sampler::Softmax(bool sort) {
+  if (sort && !sorted_) {
+    SortTop(n_);
+    sorted_ = true;
+    identity_ = false;
+  }
+  const float max = MaxLogit();
+  if (IsBanned(max)) return false;
+  float sum = 0;
   for (size_t i = 0; i < n_; ++i) {
-    if (!IsBanned(cand_[i].first)) return false;
+    cand_[i].p = std::exp(cand_[i].logit - max);
+    sum += cand_[i].p;
   }
+  for (size_t i = 0; i < n_; ++i) cand_[i].p /= sum;
   return true;
 }
+
+bool Sampler::AllBanned() const { return IsBanned(MaxLogit()); }
 
 size_t Sampler::BestIndex() const {
-  if (sorted_) return 0;
-  return std::min_element(cand_.begin(), cand_.begin() + n_, ByLogit) - cand_.begin();
-}
-
-bool Sampler::EnsureProbs(bool normalized) {
-  EnsureSorted();
-  if (probs_ == Probs::kNormalized || (!normalized && probs_ == Probs::kRelative)) return true;
-  if (IsBanned(cand_[0].first)) return false;
-  double sum = 0;
-  for (size_t i = 0; i < n_; ++i) sum += prob_[i] = std::exp(cand_[i].first - cand_[0].first);
-  for (size_t i = 0; i < n_; ++i) prob_[i] = static_cast<float>(prob_[i] / sum);
-  probs_ = Probs::kNormalized;
-  return true;
+  return std::min_element(cand_.begin(), cand_.begin() + static_cast<std::ptrdiff_t>(n_),
+                          ByLogitThenIdT<Cand>()) -
+         cand_.begin();
 }
 
 void Sampler::DropFront(size_t k) {
-  std::move(cand_.begin() + k, cand_.begin() + n_, cand_.begin());
-  if (probs_ != Probs::kNone) std::move(prob_.begin() + k, prob_.begin() + n_, prob_.begin());
+  std::move(cand_.begin() + static_cast<std::ptrdiff_t>(k), cand_.begin() + static_cast<std::ptrdiff_t>(n_),
+            cand_.begin());
   n_ -= k;
   identity_ = false;
-  if (probs_ == Probs::kNormalized) probs_ = Probs::kRelative;
 }
 
 void Sampler::Penalize() {
+  // Any run of the stage leaves the array unsorted, even with nothing to penalise (a later stage's sort
+  // decides the order the draw walks).
+  sorted_ = false;
   if (counts_.empty()) return;
   auto penalize = [this](float& l, int32_t count) {
     l = l <= 0 ? l * p_.repeat_penalty : l / p_.repeat_penalty;
@@ -320,153 +329,167 @@ void Sampler::Penalize() {
   };
   if (identity_) {
     for (const auto& [tok, count] : counts_) {
-      if (tok >= 0 && static_cast<size_t>(tok) < n_) penalize(cand_[tok].first, count);
+      if (tok >= 0 && static_cast<size_t>(tok) < n_) penalize(cand_[tok].logit, count);
     }
   } else {
     for (size_t i = 0; i < n_; ++i) {
-      auto it = counts_.find(cand_[i].second);
-      if (it != counts_.end()) penalize(cand_[i].first, it->second);
+      auto it = counts_.find(cand_[i].id);
+      if (it != counts_.end()) penalize(cand_[i].logit, it->second);
     }
   }
-  sorted_ = false;
-  probs_ = Probs::kNone;
 }
 
 void Sampler::ApplyDry() {
-  dry_->Compute(&dry_pen_);
+  if (!dry_->Compute(&dry_pen_)) return;  // too little history: the array is left as it was
+  sorted_ = false;
   if (dry_pen_.empty()) return;
   if (identity_) {
     for (const auto& [tok, pen] : dry_pen_) {
-      if (tok >= 0 && static_cast<size_t>(tok) < n_) cand_[tok].first -= pen;
+      if (tok >= 0 && static_cast<size_t>(tok) < n_) cand_[tok].logit -= pen;
     }
   } else {
     for (size_t i = 0; i < n_; ++i) {
-      auto it = std::lower_bound(dry_pen_.begin(), dry_pen_.end(), cand_[i].second,
+      auto it = std::lower_bound(dry_pen_.begin(), dry_pen_.end(), cand_[i].id,
                                  [](const auto& e, int32_t tok) { return e.first < tok; });
-      if (it != dry_pen_.end() && it->first == cand_[i].second) cand_[i].first -= it->second;
+      if (it != dry_pen_.end() && it->first == cand_[i].id) cand_[i].logit -= it->second;
     }
   }
-  sorted_ = false;
-  probs_ = Probs::kNone;
 }
 
 void Sampler::TopNSigma() {
   if (n_ <= 1) return;
-  // Mean and standard deviation of the logits that are not banned; drop those below max - n * sigma.
-  float max = cand_[0].first, sum = 0;
+  // Mean and standard deviation of the logits that are not banned; drop those below max - n * sigma (the
+  // order of the rest is kept). The squares are summed as double terms into a float, as llama-server does.
+  float max = cand_[0].logit, sum = 0;
   size_t valid = 0;
   for (size_t i = 0; i < n_; ++i) {
-    if (IsBanned(cand_[i].first)) continue;
-    max = std::max(max, cand_[i].first);
-    sum += cand_[i].first;
+    if (IsBanned(cand_[i].logit)) continue;
+    max = std::max(max, cand_[i].logit);
+    sum += cand_[i].logit;
     ++valid;
   }
-  const float mean = valid > 0 ? sum / valid : 0;
+  const float mean = valid > 0 ? sum / static_cast<float>(valid) : 0;
   float acc = 0;
   for (size_t i = 0; i < n_; ++i) {
-    if (!IsBanned(cand_[i].first)) acc += (cand_[i].first - mean) * (cand_[i].first - mean);
+    if (IsBanned(cand_[i].logit)) continue;
+    const double d = cand_[i].logit - mean;
+    acc = static_cast<float>(acc + d * d);
   }
-  const float sigma = valid > 0 ? std::sqrt(acc / valid) : 0;
+  const float sigma = valid > 0 ? std::sqrt(acc / static_cast<float>(valid)) : 0;
   const float floor = max - p_.top_n_sigma * sigma;
   size_t kept = 0;
   for (size_t i = 0; i < n_; ++i) {
-    if (!(cand_[i].first < floor)) cand_[kept++] = cand_[i];
+    if (!(cand_[i].logit < floor)) cand_[kept++] = cand_[i];
   }
   if (kept == n_) return;
   n_ = kept;
   identity_ = false;
-  probs_ = Probs::kNone;
 }
 
 void Sampler::TopK() {
-  const size_t k = static_cast<size_t>(p_.top_k);
-  if (k >= n_) return;
-  if (!sorted_) std::partial_sort(cand_.begin(), cand_.begin() + k, cand_.begin() + n_, ByLogit);
+  // Sorts even when it keeps every candidate.
+  const size_t k = std::min(static_cast<size_t>(p_.top_k), n_);
+  if (!sorted_) SortTop(k);
   n_ = k;
   sorted_ = true;
   identity_ = false;
-  probs_ = Probs::kNone;
 }
 
 bool Sampler::Typical(int32_t* pick) {
-  if (!EnsureProbs(true)) {
-    *pick = PickSingle(cand_[0].second);
+  if (!Softmax(true)) {
+    *pick = PickSingle(cand_[0].id);
     return false;
   }
   // Keep the tokens whose surprise -log p is closest to the entropy, until their mass exceeds typical_p.
   float entropy = 0;
   for (size_t i = 0; i < n_; ++i) {
-    if (prob_[i] > 0) entropy -= prob_[i] * std::log(prob_[i]);
+    if (cand_[i].p > 0) entropy += -cand_[i].p * std::log(cand_[i].p);
   }
   score_.resize(n_);
   order_.resize(n_);
   for (size_t i = 0; i < n_; ++i) {
     score_[i] =
-        prob_[i] > 0 ? std::fabs(-std::log(prob_[i]) - entropy) : std::numeric_limits<float>::infinity();
+        cand_[i].p > 0 ? std::fabs(-std::log(cand_[i].p) - entropy) : std::numeric_limits<float>::infinity();
   }
-  std::iota(order_.begin(), order_.end(), 0u);
-  std::stable_sort(order_.begin(), order_.end(),
-                   [this](uint32_t a, uint32_t b) { return score_[a] < score_[b]; });
+  std::iota(order_.begin(), order_.end(), size_t{0});
+  std::sort(order_.begin(), order_.end(), [this](size_t a, size_t b) { return score_[a] < score_[b]; });
   float cum = 0;
   size_t keep = n_;
   for (size_t i = 0; i < n_; ++i) {
-    cum += prob_[order_[i]];
+    cum += cand_[order_[i]].p;
     if (cum > p_.typical_p) {
       keep = i + 1;
       break;
     }
   }
   cand_tmp_.resize(keep);
-  prob_tmp_.resize(keep);
-  for (size_t i = 0; i < keep; ++i) {
-    cand_tmp_[i] = cand_[order_[i]];
-    prob_tmp_[i] = prob_[order_[i]];
-  }
+  for (size_t i = 0; i < keep; ++i) cand_tmp_[i] = cand_[order_[i]];
   std::copy(cand_tmp_.begin(), cand_tmp_.end(), cand_.begin());
-  std::copy(prob_tmp_.begin(), prob_tmp_.end(), prob_.begin());
   n_ = keep;
   sorted_ = false;  // in typicality order now
   identity_ = false;
-  probs_ = Probs::kRelative;
   return true;
 }
 
 bool Sampler::TopP(int32_t* pick) {
-  if (!EnsureProbs(true)) {
-    *pick = PickSingle(cand_[0].second);
+  if (!Softmax(false)) {
+    *pick = PickSingle(cand_[0].id);
     return false;
   }
-  double cum = 0;
+  // An unsorted array is sorted as far as the walk needs: with many candidates the top kTopPFirst first,
+  // the rest only if their mass is not enough.
+  size_t sorted_upto = n_;
+  if (!sorted_) {
+    sorted_upto = n_ > kTopPLarge ? std::min(kTopPFirst, n_) : n_;
+    SortTop(sorted_upto);
+  }
+  float cum = 0;
   size_t keep = n_;
   for (size_t i = 0; i < n_; ++i) {
-    cum += prob_[i];
+    if (i == sorted_upto) {
+      std::sort(cand_.begin() + static_cast<std::ptrdiff_t>(i),
+                cand_.begin() + static_cast<std::ptrdiff_t>(n_), ByLogitT<Cand>());
+      sorted_upto = n_;
+    }
+    cum += cand_[i].p;
     if (cum >= p_.top_p) {
       keep = i + 1;
       break;
     }
   }
-  keep = std::max<size_t>(1, keep);
-  if (keep < n_) {
-    n_ = keep;
-    identity_ = false;
-    probs_ = Probs::kRelative;
-  }
+  n_ = keep;
+  sorted_ = true;
+  identity_ = false;
   return true;
 }
 
 bool Sampler::MinP(int32_t* pick) {
-  if (!EnsureProbs(false)) {
-    *pick = PickSingle(cand_[0].second);
+  if (AllBanned()) {
+    *pick = PickSingle(cand_[0].id);
     return false;
   }
-  const float threshold = prob_[0] * p_.min_p;
-  size_t keep = 1;
-  while (keep < n_ && prob_[keep] >= threshold) ++keep;
-  if (keep < n_) {
-    n_ = keep;
-    identity_ = false;
-    if (probs_ == Probs::kNormalized) probs_ = Probs::kRelative;
+  // Keep logits >= max + ln(min_p), i.e. p >= min_p * p_max; an unsorted array keeps its order.
+  const float log_min_p = std::log(p_.min_p);
+  if (!sorted_) {
+    const float floor = MaxLogit() + log_min_p;
+    size_t kept = 0;
+    for (size_t i = 0; i < n_; ++i) {
+      if (cand_[i].logit >= floor) cand_[kept++] = cand_[i];
+    }
+    if (kept > 0) {
+      if (kept < n_) identity_ = false;
+      n_ = kept;
+      return true;
+    }
+    // Nothing passed (min_p > 1): the array is untouched; sort it and keep the top token below.
+    SortTop(n_);
+    sorted_ = true;
   }
+  const float floor = cand_[0].logit + log_min_p;
+  size_t keep = 1;
+  while (keep < n_ && !(cand_[keep].logit < floor)) ++keep;
+  if (keep < n_) identity_ = false;
+  n_ = keep;
   return true;
 }
 
@@ -474,67 +497,69 @@ bool Sampler::Xtc(int32_t* pick) {
   if (n_ < 2) return true;
   std::uniform_real_distribution<float> chance(0.0f, 1.0f);
   if (chance(xtc_rng_) > p_.xtc_probability) return true;
-  if (!EnsureProbs(true)) {
-    *pick = PickSingle(cand_[0].second);
+  if (!Softmax(true)) {
+    *pick = PickSingle(cand_[0].id);
     return false;
   }
   // Remove every token at or above the threshold except the least likely of them.
   size_t last = 0;
-  for (size_t i = 0; i < n_ && prob_[i] >= p_.xtc_threshold; ++i) last = i;
+  for (size_t i = 0; i < n_ && cand_[i].p >= p_.xtc_threshold; ++i) last = i;
   if (last > 0) DropFront(last);
   return true;
 }
 
 int32_t Sampler::Draw() {
-  EnsureSorted();  // the draw walks the candidates in logit order
-  if (IsBanned(cand_[0].first)) return PickSingle(cand_[0].second);  // nothing left to draw from
-  const float top = cand_[0].first;
-  if (w_.size() < n_) w_.resize(n_);
-  if (pending_temp_ > 0) {
-    for (size_t i = 0; i < n_; ++i) w_[i] = std::exp((cand_[i].first - top) / pending_temp_);
-  } else {
-    for (size_t i = 0; i < n_; ++i) w_[i] = std::exp(cand_[i].first - top);
+  kept_ = Kept::kProbs;
+  if (n_ == 1) {  // nothing to draw: no random number is used
+    cand_[0].p = 1.0f;
+    return cand_[0].id;
   }
-  std::discrete_distribution<size_t> dist(w_.begin(), w_.begin() + n_);
-  kept_ = Kept::kWeights;
-  return cand_[dist(rng_)].second;
+  const float max = MaxLogit();
+  if (IsBanned(max)) return PickSingle(cand_[0].id);  // nothing left to draw from
+  double total = 0;
+  for (size_t i = 0; i < n_; ++i) {
+    cand_[i].p = std::exp(cand_[i].logit - max);
+    total += cand_[i].p;
+  }
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const double target = total * unit(rng_);
+  size_t pick = n_ - 1;
+  double run = 0;
+  for (size_t i = 0; i < n_; ++i) {
+    run += cand_[i].p;
+    if (run >= target) {
+      pick = i;
+      break;
+    }
+  }
+  for (size_t i = 0; i < n_; ++i) cand_[i].p = static_cast<float>(cand_[i].p / total);
+  return cand_[pick].id;
 }
 
 int32_t Sampler::SampleMirostat(const float* logits, int32_t n_vocab) {
   Fill(logits, n_vocab);
   const size_t best = BestIndex();
   const float tau = p_.mirostat_tau, eta = p_.mirostat_eta;
-  if (p_.temperature <= 0.0f || IsBanned(cand_[best].first) || n_ == 1) {
+  if (p_.temperature <= 0.0f || IsBanned(cand_[best].logit) || n_ == 1) {
     // One token left (greedy, or nothing else allowed): its probability is 1, its surprise 0.
     mu_ -= eta * (0.0f - tau);
-    return PickSingle(cand_[best].second);
+    return PickSingle(cand_[best].id);
   }
-  for (size_t i = 0; i < n_; ++i) cand_[i].first /= p_.temperature;
-  const float top = cand_[best].first;
-
+  for (size_t i = 0; i < n_; ++i) cand_[i].logit /= p_.temperature;
+  Softmax(true);
+  size_t keep = 1;
   if (p_.mirostat == 2) {
-    // Keep the tokens whose surprise -log2 p is at most mu (at least the most likely one): with
-    // p = exp(l - top) / sum, that is l >= top + ln(sum) - mu * ln 2.
-    double sum = 0;
-    for (size_t i = 0; i < n_; ++i) sum += std::exp(cand_[i].first - top);
-    const double floor = top + std::log(sum) - static_cast<double>(mu_) * std::log(2.0);
-    const Cand top_cand = cand_[best];
-    size_t kept = 0;
-    for (size_t i = 0; i < n_; ++i) {
-      if (cand_[i].first >= floor) cand_[kept++] = cand_[i];
-    }
-    if (kept == 0) cand_[kept++] = top_cand;
-    n_ = kept;
-    std::sort(cand_.begin(), cand_.begin() + n_, ByLogit);
+    // Keep the tokens whose surprise -log2 p is at most mu (at least the most likely one).
+    keep = 0;
+    while (keep < n_ && !(-std::log2(cand_[keep].p) > mu_)) ++keep;
+    keep = std::max<size_t>(keep, 1);
   } else {
     // Fit the Zipf exponent s on the top m tokens, then keep the k tokens that make the expected surprise
     // mu: k = (eps * 2^mu / (1 - N^-eps))^(1/s), eps = s - 1.
-    const size_t m = std::min<size_t>(kMirostatM, n_);
-    std::partial_sort(cand_.begin(), cand_.begin() + m, cand_.begin() + n_, ByLogit);
     float sum_tb = 0, sum_tt = 0;
-    for (size_t i = 0; i + 1 < m; ++i) {
+    for (size_t i = 0; i + 1 < static_cast<size_t>(kMirostatM) && i + 1 < n_; ++i) {
       const float t = std::log(static_cast<float>(i + 2) / static_cast<float>(i + 1));
-      const float b = cand_[i].first - cand_[i + 1].first;  // ln(p_i / p_i+1)
+      const float b = std::log(cand_[i].p / cand_[i + 1].p);
       sum_tb += t * b;
       sum_tt += t * t;
     }
@@ -542,24 +567,22 @@ int32_t Sampler::SampleMirostat(const float* logits, int32_t n_vocab) {
     const float eps = s_hat - 1;
     const float k =
         std::pow((eps * std::pow(2.0f, mu_)) / (1 - std::pow(static_cast<float>(n_vocab), -eps)), 1 / s_hat);
-    size_t keep = 1;
     if (k >= static_cast<float>(n_)) {
       keep = n_;
     } else if (k >= 1) {
       keep = static_cast<size_t>(k);
     }
-    if (keep > m) std::partial_sort(cand_.begin() + m, cand_.begin() + keep, cand_.begin() + n_, ByLogit);
-    n_ = keep;
   }
-  sorted_ = true;
+  n_ = keep;
   identity_ = false;
-  probs_ = Probs::kNone;
-  EnsureProbs(true);
-  std::discrete_distribution<size_t> dist(prob_.begin(), prob_.begin() + n_);
-  const size_t idx = dist(rng_);
-  mu_ -= eta * (-std::log2(prob_[idx]) - tau);
+  Softmax(true);
+  weights_.resize(n_);
+  for (size_t i = 0; i < n_; ++i) weights_[i] = cand_[i].p;
+  std::discrete_distribution<int> dist(weights_.begin(), weights_.end());
+  const size_t idx = static_cast<size_t>(dist(rng_));
+  mu_ -= eta * (-std::log2(cand_[idx].p) - tau);
   kept_ = Kept::kProbs;
-  return cand_[idx].second;
+  return cand_[idx].id;
 }
 
 void Sampler::TopCandidates(int n, std::vector<std::pair<int32_t, float>>* out) const {
@@ -570,13 +593,7 @@ void Sampler::TopCandidates(int n, std::vector<std::pair<int32_t, float>>* out) 
     return;
   }
   out->resize(n_);
-  if (kept_ == Kept::kWeights) {
-    double sum = 0;
-    for (size_t i = 0; i < n_; ++i) sum += w_[i];
-    for (size_t i = 0; i < n_; ++i) (*out)[i] = {cand_[i].second, static_cast<float>(w_[i] / sum)};
-  } else {
-    for (size_t i = 0; i < n_; ++i) (*out)[i] = {cand_[i].second, prob_[i]};
-  }
+  for (size_t i = 0; i < n_; ++i) (*out)[i] = {cand_[i].id, cand_[i].p};
   const auto by_prob = [](const auto& a, const auto& b) {
     return a.second > b.second || (a.second == b.second && a.first < b.first);
   };

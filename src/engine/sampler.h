@@ -2,6 +2,13 @@
 // draw last; in between runs `SamplingParams::samplers`, by default penalties -> DRY -> top-n-sigma ->
 // top-k -> typical-p -> top-p -> min-p -> XTC -> temperature. temperature <= 0 means greedy (argmax, first
 // index on ties). With mirostat 1 or 2 the chain is logit bias -> temperature -> mirostat instead.
+//
+// Every stage treats the candidate array as llama-server's does: which stages sort it and which keep its
+// order, the float arithmetic of their softmax and cut-offs. The draw too: a std::mt19937 seeded with the
+// low 32 bits of `seed` when the Sampler is made (once per request), one
+// std::uniform_real_distribution<double> number u per draw (none when one candidate is left), and the
+// first candidate, in array order, at which the running sum of e^(logit - max) reaches u times their total.
+// So the same seed and the same logits give the same tokens as llama-server.
 #pragma once
 
 #include <cstdint>
@@ -67,7 +74,8 @@ struct SamplingParams {
       SamplerStage::kTopK,      SamplerStage::kTypicalP, SamplerStage::kTopP,
       SamplerStage::kMinP,      SamplerStage::kXtc,      SamplerStage::kTemperature,
   };
-  uint64_t seed = 0xFFFFFFFF;  // fixed default so runs are reproducible unless the caller picks one
+  uint64_t seed = 0xFFFFFFFF;  // fixed default so runs are reproducible unless the caller picks one; the
+                               // RNG takes its low 32 bits, as llama-server's uint32 seed
   // Added to a token's logit before everything else (llama.cpp's order); -inf bans the token.
   std::vector<std::pair<int32_t, float>> logit_bias;
   // dry_sequence_breakers as token sequences, resolved before the request reaches the scheduler (a scan of
@@ -107,9 +115,12 @@ class Sampler {
   void ApplyBias(float* logits, int32_t n_vocab) const;
 
  private:
-  using Cand = std::pair<float, int32_t>;                          // (logit, id)
-  enum class Probs : uint8_t { kNone, kNormalized, kRelative };    // prob_ vs the current candidates
-  enum class Kept : uint8_t { kNone, kSingle, kWeights, kProbs };  // what TopCandidates reads
+  struct Cand {
+    int32_t id;
+    float logit;
+    float p;  // probability, valid only where a stage has just computed it
+  };
+  enum class Kept : uint8_t { kNone, kSingle, kProbs };  // what TopCandidates reads
 
   void Fill(const float* logits, int32_t n_vocab);
   // Runs one stage; returns false when the chain has ended with *pick chosen (greedy, all tokens banned).
@@ -126,16 +137,17 @@ class Sampler {
   int32_t SampleMirostat(const float* logits, int32_t n_vocab);
   int32_t PickSingle(int32_t token);
 
-  void FlushTemperature();
-  void EnsureSorted();
-  // Softmax of the current candidates into prob_ (sorted first). False if every candidate is banned.
-  bool EnsureProbs(bool normalized);
+  // Sorts the first `k` candidates into place (by logit, descending; ties in the standard library's order).
+  void SortTop(size_t k);
+  // p = softmax of the current candidates (sorted first when `sort`). False if every candidate is banned.
+  bool Softmax(bool sort);
+  float MaxLogit() const;
   bool AllBanned() const;
-  size_t BestIndex() const;
+  size_t BestIndex() const;  // most likely candidate, lower id on ties (the greedy pick)
   void DropFront(size_t k);
 
   SamplingParams p_;
-  std::mt19937_64 rng_;
+  std::mt19937 rng_;  // the draw's and mirostat's (llama-server's engine, seeded with the low 32 bits)
   std::mt19937 xtc_rng_;
   std::deque<int32_t> recent_;                   // last repeat_last_n tokens
   std::unordered_map<int32_t, int32_t> counts_;  // occurrences within recent_
@@ -148,20 +160,16 @@ class Sampler {
   // Per-Sample state, kept for TopCandidates.
   std::vector<Cand> cand_;  // candidates [0, n_)
   size_t n_ = 0;
-  bool identity_ = false;  // cand_[i].second == i for every token of the vocabulary
-  bool sorted_ = false;    // by logit, descending (ties: lower id first)
-  Probs probs_ = Probs::kNone;
-  float pending_temp_ = 0;  // a temperature not yet divided into the logits (0: none)
+  bool identity_ = false;  // cand_[i].id == i for every token of the vocabulary
+  bool sorted_ = false;    // by logit, descending
   Kept kept_ = Kept::kNone;
   int32_t kept_pick_ = 0;
-  std::vector<float> prob_;
-  std::vector<double> w_;  // the draw's weights
 
   // Scratch.
   std::vector<float> score_;
-  std::vector<uint32_t> order_;
+  std::vector<size_t> order_;
   std::vector<Cand> cand_tmp_;
-  std::vector<float> prob_tmp_;
+  std::vector<float> weights_;
   std::vector<std::pair<int32_t, float>> dry_pen_;
 };
 

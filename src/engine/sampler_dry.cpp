@@ -92,10 +92,10 @@ bool DryPenalty::IsWholeBreaker(int32_t token) const {
   return false;
 }
 
-void DryPenalty::Compute(std::vector<std::pair<int32_t, float>>* out) {
+bool DryPenalty::Compute(std::vector<std::pair<int32_t, float>>* out) {
   out->clear();
   const size_t n = last_n_ < 0 ? hist_.size() : std::min(hist_.size(), static_cast<size_t>(last_n_));
-  if (n <= static_cast<size_t>(std::max(allowed_, 0))) return;
+  if (n <= static_cast<size_t>(std::max(allowed_, 0))) return false;
   rev_.resize(n);
   for (size_t j = 0; j < n; ++j) rev_[j] = hist_[hist_.size() - 1 - j];
 
@@ -118,7 +118,7 @@ void DryPenalty::Compute(std::vector<std::pair<int32_t, float>>* out) {
       break;
     }
   }
-  if (static_cast<int64_t>(limit) < allowed_) return;
+  if (static_cast<int64_t>(limit) < allowed_) return false;
 
   // Z-function of rev_: the window [box_l, box_r) is the rightmost known match of a prefix.
   z_.assign(n, 0);
@@ -141,7 +141,7 @@ void DryPenalty::Compute(std::vector<std::pair<int32_t, float>>* out) {
     const int32_t len = static_cast<int32_t>(std::min(static_cast<size_t>(z_[k]), limit));
     if (len >= allowed_) ends_.emplace_back(rev_[k - 1], len);
   }
-  if (ends_.empty()) return;
+  if (ends_.empty()) return true;
   std::sort(ends_.begin(), ends_.end(), [](const auto& a, const auto& b) {
     return a.first < b.first || (a.first == b.first && a.second > b.second);
   });
@@ -156,6 +156,7 @@ void DryPenalty::Compute(std::vector<std::pair<int32_t, float>>* out) {
     const float penalty = static_cast<float>(multiplier_ * std::pow(base_, exponent));
     out->emplace_back(ends_[i].first, penalty);
   }
+  return true;
 }
 
 }  // namespace lazyslot

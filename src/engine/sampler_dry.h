@@ -32,8 +32,9 @@ class DryPenalty {
 
   void Accept(int32_t token);
   // The (token, penalty) pairs for the next token, sorted by token; penalty > 0 is subtracted from the
-  // logit. Reuses its buffers, so a steady state allocates nothing.
-  void Compute(std::vector<std::pair<int32_t, float>>* out);
+  // logit. Reuses its buffers, so a steady state allocates nothing. Returns false when it did not look for
+  // repeats (too few tokens since the start or the last breaker), true otherwise, even with none found.
+  bool Compute(std::vector<std::pair<int32_t, float>>* out);
 
  private:
   bool IsWholeBreaker(int32_t token) const;

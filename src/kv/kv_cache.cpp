@@ -264,13 +264,14 @@ Status KvCache::MapPages(int view, int home, int kind, size_t p, size_t count) {
   return Status::Ok();
 }
 
-Status KvCache::Privatize(int slot, int32_t cell) {
+Status KvCache::Privatize(int slot, int32_t cell, int32_t keep_to) {
   if (!shares_pages()) return Status::Ok();
+  keep_to = std::max(keep_to, cell);
   const size_t page = vm::PageSize();
   for (int kind = 0; kind < 2; ++kind) {
     const size_t row = KindRow(kind);
     const size_t first = row * static_cast<size_t>(cell) / page;  // the first page holding a cell >= `cell`
-    const size_t kept = row * static_cast<size_t>(cell) - first * page;  // its bytes of earlier cells
+    const size_t keep_bytes = row * static_cast<size_t>(keep_to);  // the run's bytes whose rows are kept
     // Pages it maps from another slot: its own again (untouched pages: zero), the kept rows copied over.
     std::vector<int32_t>& own = owner_[kind][slot];
     for (size_t p = first; p < own.size();) {
@@ -279,9 +280,11 @@ Status KvCache::Privatize(int slot, int32_t cell) {
       while (q < own.size() && own[q] == o) ++q;
       if (o != slot) {
         LS_RETURN_IF_ERROR(MapPages(slot, slot, kind, p, q - p));
-        if (p == first && kept > 0) {
+        for (size_t i = p; i < q && i * page < keep_bytes; ++i) {  // kept rows: copied from the owner's page
+          const size_t n = std::min(page, keep_bytes - i * page);
           for (int il = 0; il < config_.n_layer; ++il) {
-            if (!is_local(il)) std::memcpy(RunBase(il, kind, slot) + p * page, RunBase(il, kind, o) + p * page, kept);
+            if (is_local(il)) continue;
+            std::memcpy(RunBase(il, kind, slot) + i * page, RunBase(il, kind, o) + i * page, n);
           }
         }
         for (size_t i = p; i < q; ++i) --lent_[kind][o][i];
@@ -445,6 +448,30 @@ Result<uint64_t> KvCache::Trim(int slot, int32_t n_keep) {
   }
   s.high_water = n_keep;
   return before - committed_bytes(slot);
+}
+
+Status KvCache::DropCells(int slot, int32_t begin, int32_t count) {
+  SlotCells& s = slots_[slot];
+  if (n_local_ > 0) {
+    return Unimplemented("kv cache: a sliding-window model's slot cannot drop cells from its middle");
+  }
+  if (begin < 0 || count <= 0 || count > s.n_cells - begin) {
+    return InvalidArgument("kv cache: cannot drop cells [" + std::to_string(begin) + ", " +
+                           std::to_string(begin + count) + ") of a slot holding " +
+                           std::to_string(s.n_cells));
+  }
+  LS_RETURN_IF_ERROR(Privatize(slot, begin, s.n_cells));  // rows >= begin are rewritten below
+  const size_t moved = static_cast<size_t>(s.n_cells - begin - count);
+  for (int il = 0; il < config_.n_layer; ++il) {
+    for (int kv = 0; kv < 2; ++kv) {
+      const size_t row = kv == 0 ? k_row_bytes_ : v_row_bytes_;
+      uint8_t* run = RunBase(il, kv, slot);
+      std::memmove(run + row * static_cast<size_t>(begin), run + row * static_cast<size_t>(begin + count),
+                   row * moved);
+    }
+  }
+  s.n_cells -= count;  // high_water stays: the pages past the new end are still committed, written again next
+  return Status::Ok();
 }
 
 Status KvCache::Rewrite(int slot, int32_t cells) {

@@ -113,6 +113,12 @@ class KvCache {
   // released; pages it lent are handed over, as in a trim. A slot that maps others' pages, or a cache with
   // local (sliding-window) layers: Trim(slot, 0).
   Status Rewrite(int slot, int32_t cells);
+  // Context shift: removes cells [begin, begin + count) of a slot, moving the rows after them down by `count`
+  // (every layer, K and V) so that the slot holds n_cells - count cells. The moved K rows still carry their
+  // old positions' rotation: the caller re-rotates them (Forward::ShiftKeys). The pages holding cells >=
+  // begin become the slot's own first (their rows kept). Errors: a cache with sliding-window layers, whose
+  // local runs hold only a window (kUnimplemented); a range outside [0, n_cells) (kInvalidArgument).
+  Status DropCells(int slot, int32_t begin, int32_t count);
   // Returns every page of every slot (idle release); eager mode only empties the slots. Returns the bytes.
   Result<uint64_t> ReleaseAll();
 
@@ -168,8 +174,9 @@ class KvCache {
   // Maps `view`'s pages [p, p + count) of every global run of `kind` onto `home`'s pages in the file.
   Status MapPages(int view, int home, int kind, size_t p, size_t count);
   // Makes every page of `slot` that holds a cell >= `cell` its own and lent to nobody, keeping the rows of
-  // cells below `cell`: the slot may then write or release them.
-  Status Privatize(int slot, int32_t cell);
+  // cells below `keep_to` (at least `cell`; the default: below `cell`): the slot may then write or release
+  // them.
+  Status Privatize(int slot, int32_t cell, int32_t keep_to = -1);
   // Hands `slot`'s pages [p, p + count) of `kind`, which `borrowers` map, to borrowers[0]: copied into its
   // own pages, which the other borrowers then map.
   Status HandOver(int kind, int slot, size_t p, size_t count, const std::vector<int>& borrowers);

@@ -139,6 +139,32 @@ RopeParams Forward::Rope(float freq_base, float freq_scale) const {
   return rope;
 }
 
+void Forward::ShiftKeys(int slot, int32_t begin, int32_t end, int32_t delta) {
+  const HParams& hp = model_.hparams();
+  const int64_t n_cells = end - begin, n_kv = hp.n_embd_kv();
+  if (n_cells <= 0 || delta == 0 || hp.n_rot <= 0) return;
+  const TensorType type_k = kv_.config().type_k;
+  pool_.ParallelFor(hp.n_layer * n_cells, 16, [&](int64_t first, int64_t last) {
+    std::vector<float> row(n_kv), cos_t(hp.n_rot / 2), sin_t(hp.n_rot / 2);
+    int layer = -1;
+    RopeParams rope;
+    for (int64_t t = first; t < last; ++t) {
+      const int il = static_cast<int>(t / n_cells);
+      if (il != layer) {
+        layer = il;
+        rope = hp.window(il) > 0 ? Rope(hp.rope_freq_base_swa, hp.rope_freq_scale_swa)
+                                 : Rope(hp.rope_freq_base, hp.rope_freq_scale);
+        rope.attn_factor = 1;  // applied once already, when the row was stored
+        RopeAngles(rope, -delta, cos_t.data(), sin_t.data());
+      }
+      uint8_t* k = kv_.KRow(il, slot, begin + static_cast<int32_t>(t % n_cells));
+      quant::DequantizeRow(type_k, k, row.data(), n_kv);
+      RopeApply(rope, cos_t.data(), sin_t.data(), row.data(), hp.n_head_kv, hp.head_dim);
+      quant::QuantizeRow(type_k, row.data(), k, n_kv);
+    }
+  });
+}
+
 void Forward::NormInput(const std::vector<float>& w) {
   const HParams& hp = model_.hparams();
   const int64_t n_embd = hp.n_embd;

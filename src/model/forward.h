@@ -74,6 +74,12 @@ class Forward {
   // The model's RoPE for a layer of the given base and scale: its frequency factors (rope_freqs, or LongRoPE's
   // for this cache's slot size) and attention factor.
   RopeParams Rope(float freq_base, float freq_scale) const;
+  // Context shift, after KvCache::DropCells: the K rows of a slot's cells [begin, end) in every layer,
+  // rotated for positions `delta` beyond where they now are (delta > 0: they moved down by delta), are
+  // rotated back by -delta. Rotations of one frequency compose, RoPE(p - d) = RoPE(-d) RoPE(p), so this is the position
+  // change alone (no attention factor); the rows go through f32 and back to the cache type. Each layer uses
+  // its own RoPE base and scale (a sliding-window layer's: gemma's). Runs on the thread pool.
+  void ShiftKeys(int slot, int32_t begin, int32_t end, int32_t delta);
 
  private:
   Status Validate(const Batch& batch) const;

@@ -95,9 +95,17 @@ const char* ModelSourceName(ModelSource source) {
 }
 
 bool CatalogEntry::SameDefinition(const CatalogEntry& o) const {
-  return id == o.id && path == o.path && aliases == o.aliases && source == o.source &&
+  return id == o.id && path == o.path && aliases == o.aliases && tags == o.tags && source == o.source &&
          overrides == o.overrides && chat_template == o.chat_template &&
-         load_on_startup == o.load_on_startup && stop_timeout_s == o.stop_timeout_s;
+         load_on_startup == o.load_on_startup && stop_timeout_s == o.stop_timeout_s && remote == o.remote;
+}
+
+Status RemoteModelError(const CatalogEntry& e) {
+  return Unimplemented("model '" + e.id + "' (" + e.origin + ": " + e.remote +
+                       ") needs a download, and downloads are not supported: lazyslot has no model hub "
+                       "client and never uses the network. Download the .gguf yourself and give `model = "
+                       "/path/file.gguf` in its preset section (or put the file in --models-dir), then "
+                       "GET /models?reload=1");
 }
 
 namespace {
@@ -135,6 +143,7 @@ const std::map<std::string, std::string>& KeyNames() {
       {"m", "model"},
       {"alias", "alias"},
       {"a", "alias"},
+      {"tags", "tags"},
       {"ctx-size", "ctx-size"},
       {"c", "ctx-size"},
       {"parallel", "parallel"},
@@ -151,6 +160,24 @@ const std::map<std::string, std::string>& KeyNames() {
       {"ctv", "cache-type-v"},
       {"load-on-startup", "load-on-startup"},
       {"stop-timeout", "stop-timeout"},
+      // llama-server's download keys: recorded, never acted on (PresetSection::remote).
+      {"hf-repo", "hf-repo"},
+      {"hf_repo", "hf-repo"},
+      {"hf", "hf-repo"},
+      {"hfr", "hf-repo"},
+      {"LLAMA_ARG_HF_REPO", "hf-repo"},
+      {"hf-file", "hf-file"},
+      {"hf_file", "hf-file"},
+      {"hff", "hf-file"},
+      {"LLAMA_ARG_HF_FILE", "hf-file"},
+      {"model-url", "model-url"},
+      {"model_url", "model-url"},
+      {"mu", "model-url"},
+      {"LLAMA_ARG_MODEL_URL", "model-url"},
+      // Refused with a reason (SetKey).
+      {"api-key", "api-key"},
+      {"api_key", "api-key"},
+      {"LLAMA_API_KEY", "api-key"},
   };
   return names;
 }
@@ -197,6 +224,24 @@ Result<std::vector<std::string>> ParseAliases(const std::string& v, const std::s
   return out;
 }
 
+// "b, a,,b" -> {"a", "b"}: trimmed, sorted, unique (as llama-server's set); no control characters.
+Result<std::vector<std::string>> ParseTags(const std::string& v, const std::string& where) {
+  std::vector<std::string> out;
+  std::stringstream ss(v);
+  std::string t;
+  while (std::getline(ss, t, ',')) {
+    t = Trim(t);
+    if (t.empty()) continue;
+    for (unsigned char c : t) {
+      if (c < 0x20 || c == 0x7f) return InvalidArgument(where + ": a control character in tag '" + t + "'");
+    }
+    out.push_back(t);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 // Sets one key of `s` (canonical name), checking its value.
 Status SetKey(PresetSection* s, const std::string& key, const std::string& v, const std::string& where,
               const std::string& base_dir) {
@@ -207,6 +252,8 @@ Status SetKey(PresetSection* s, const std::string& key, const std::string& v, co
     s->model = (p.is_absolute() || base_dir.empty() ? p : fs::path(base_dir) / p).lexically_normal().string();
   } else if (key == "alias") {
     LS_ASSIGN_OR_RETURN(s->aliases, ParseAliases(v, where));
+  } else if (key == "tags") {
+    LS_ASSIGN_OR_RETURN(s->tags, ParseTags(v, where));
   } else if (key == "ctx-size") {
     LS_ASSIGN_OR_RETURN(int64_t n, ParseInt(v, 1, int64_t{1} << 30, where));
     o.n_ctx = static_cast<int32_t>(n);
@@ -238,6 +285,13 @@ Status SetKey(PresetSection* s, const std::string& key, const std::string& v, co
   } else if (key == "stop-timeout") {
     LS_ASSIGN_OR_RETURN(int64_t n, ParseInt(v, 0, 86400, where));
     s->stop_timeout_s = static_cast<double>(n);
+  } else if (key == "hf-repo" || key == "hf-file" || key == "model-url") {
+    if (v.empty()) return InvalidArgument(where + ": needs a value");
+    s->remote += (s->remote.empty() ? "" : ", ") + key + " = " + v;
+  } else if (key == "api-key") {
+    return InvalidArgument(where +
+                           ": per-model API keys are not supported (llama-server's router drops them "
+                           "too): --api-key or --api-key-file on the command line covers every model");
   }
   return Status::Ok();
 }
@@ -258,6 +312,7 @@ void MergeDefaults(PresetSection* s, const PresetSection& d) {
   Inherit(&s->chat_template, d.chat_template);
   Inherit(&s->load_on_startup, d.load_on_startup);
   Inherit(&s->stop_timeout_s, d.stop_timeout_s);
+  Inherit(&s->tags, d.tags);
 }
 
 Status CheckRerank(const PresetSection& s) {
@@ -301,6 +356,7 @@ void ApplySection(const PresetSection& s, CatalogEntry* e) {
   if (s.load_on_startup) e->load_on_startup = *s.load_on_startup;
   if (s.stop_timeout_s) e->stop_timeout_s = s.stop_timeout_s;
   if (s.aliases) e->aliases = *s.aliases;
+  if (s.tags) e->tags = *s.tags;
 }
 
 }  // namespace
@@ -367,14 +423,16 @@ Result<std::vector<PresetSection>> ParsePreset(std::string_view text, const std:
     auto name = KeyNames().find(key);
     if (name == KeyNames().end()) {
       return InvalidArgument(where + ": unknown key '" + key +
-                             "' (known: model, alias, ctx-size, parallel, embeddings, pooling, rerank, "
-                             "chat-template, cache-type-k, cache-type-v, load-on-startup, stop-timeout)");
+                             "' (known: model, alias, tags, ctx-size, parallel, embeddings, pooling, rerank, "
+                             "chat-template, cache-type-k, cache-type-v, load-on-startup, stop-timeout; "
+                             "hf-repo, hf-file and model-url are listed but not downloaded)");
     }
     if (cur == nullptr) {
       return InvalidArgument(where + ": '" + key + "' before any [section] (defaults go in a [*] section)");
     }
     const std::string& canon = name->second;
-    if (cur == &defaults && (canon == "model" || canon == "alias")) {
+    if (cur == &defaults && (canon == "model" || canon == "alias" || canon == "hf-repo" ||
+                             canon == "hf-file" || canon == "model-url")) {
       return InvalidArgument(where + ": '" + key + "' cannot be a default in [*]; give it per model");
     }
     auto [kit, fresh] = key_lines.emplace(canon, line_no);
@@ -468,15 +526,31 @@ Result<ModelCatalog> ModelCatalog::Build(const CatalogSources& sources, bool req
         continue;
       }
       auto it = by_id.find(s.name);
+      if (!s.remote.empty() && (s.model || it != by_id.end())) {
+        LS_LOG_WARN("%s: [%s]: ignoring %s (downloads are not supported) and serving the local file %s",
+                    s.origin.c_str(), s.name.c_str(), s.remote.c_str(),
+                    (s.model ? *s.model : it->second.path).c_str());
+      }
       if (it == by_id.end()) {
-        if (!s.model) {
+        if (!s.model && s.remote.empty()) {
           return InvalidArgument(s.origin + ": [" + s.name +
                                  "] has no 'model' key, and no model file with id '" + s.name +
                                  "' comes from --models-dir or -m");
         }
         CatalogEntry e;
         e.id = s.name;
-        e.path = *s.model;
+        if (s.model) {
+          e.path = *s.model;
+        } else {
+          // Listed so clients see it, but every request for it is answered RemoteModelError (a download-only
+          // section must not stop the other models from serving, as llama-server lists it and fails it
+          // alone).
+          e.remote = s.remote;
+          LS_LOG_WARN(
+              "%s: [%s] names only a download (%s): listed, but it cannot be loaded until it gets "
+              "`model = /path/file.gguf`",
+              s.origin.c_str(), s.name.c_str(), s.remote.c_str());
+        }
         it = by_id.emplace(s.name, std::move(e)).first;
       } else if (s.model) {
         it->second.path = *s.model;  // the preset wins, as llama-server merges the preset over the source
@@ -514,7 +588,7 @@ Result<ModelCatalog> ModelCatalog::Build(const CatalogSources& sources, bool req
   }
   ModelCatalog catalog;
   for (auto& [id, e] : by_id) {
-    e.file = IdentifyFile(e.path);
+    if (e.remote.empty()) e.file = IdentifyFile(e.path);
     catalog.entries_.push_back(std::move(e));
   }
   return catalog;

@@ -53,6 +53,7 @@ struct CatalogEntry {
   std::string id;
   std::string path;  // as found or given (preset paths resolved against the INI's folder)
   std::vector<std::string> aliases;
+  std::vector<std::string> tags;                 // the preset's tags, sorted (informational)
   ModelSource source = ModelSource::kModelsDir;  // kPreset as soon as a preset section names the model
   std::string origin;                            // where it was defined, for messages: "-m", "a.ini:12"
   ModelOverrides overrides;
@@ -60,10 +61,17 @@ struct CatalogEntry {
   bool load_on_startup = false;
   std::optional<double> stop_timeout_s;  // stop-timeout: how long Unload waits for running requests
   FileIdentity file;                     // at the time of the scan
+  // Non-empty: a preset section that names only a download (PresetSection::remote) and no local file; `path`
+  // is empty and the model cannot be loaded (RemoteModelError).
+  std::string remote;
 
   // Everything but `file` and `origin` equal (a rescan then keeps a loaded model, if its file is unchanged).
   bool SameDefinition(const CatalogEntry& other) const;
 };
+
+// Why a model listed only by a download key cannot be served (kUnimplemented, so HTTP 501): names the
+// model, the key and how to give a local file instead.
+Status RemoteModelError(const CatalogEntry& entry);
 
 // One INI section as parsed, with the `[*]` defaults already merged under it. Unset fields stay unset.
 struct PresetSection {
@@ -71,17 +79,26 @@ struct PresetSection {
   std::string origin;                // "file:line" of the section header
   std::optional<std::string> model;  // resolved path
   std::optional<std::vector<std::string>> aliases;
+  std::optional<std::vector<std::string>> tags;
   ModelOverrides overrides;
   std::optional<std::string> chat_template;
   std::optional<bool> load_on_startup;
   std::optional<double> stop_timeout_s;
+  // What a download key asks for (hf-repo, hf-file, model-url), e.g. "hf-repo = org/model:Q4_K_M"; empty
+  // when the section has none. lazyslot cannot download: without a `model` file such a section is listed
+  // and answers every request with RemoteModelError.
+  std::string remote;
 };
 
 // INI presets as llama-server's --models-preset: `[section]` per model (the name is the id), `key = value`
 // lines, whole-line comments starting with '#' or ';' and trailing ones after whitespace, a `[*]` section of
 // defaults for every model (including the directory's and -m's), an optional top-level `version = 1`.
-// Keys: model (m), alias (a, comma-separated), ctx-size (c), parallel (np), embeddings (embedding), pooling,
+// Keys: model (m), alias (a, comma-separated), tags (comma-separated, informational: listed by /v1/models),
+// ctx-size (c), parallel (np), embeddings (embedding), pooling,
 // rerank (reranking), chat-template, cache-type-k (ctk), cache-type-v (ctv), load-on-startup, stop-timeout.
+// Download keys (hf-repo / hf / hfr, hf-file / hff, model-url / mu; '_' may replace '-') are accepted and
+// recorded (PresetSection::remote), never acted on. A per-model api-key is an error: the server's --api-key
+// covers every model (llama-server drops it from presets too).
 // Booleans: true/false, on/off, enabled/disabled, 1/0. A value in double quotes keeps '#' and ';'.
 // Errors (unknown key, bad value, duplicate key or section, key before any section) name file:line.
 // `file_name` is used in messages, `base_dir` resolves relative `model` paths (llama-server: the CWD).

@@ -286,6 +286,15 @@ Result<std::unique_ptr<Router>> Router::Create(RouterConfig config) {
     st->slots.emplace(e.id, std::move(slot));
     if (e.load_on_startup) startup.push_back(e.id);
   }
+  const auto& entries = st->catalog.entries();
+  if (!entries.empty() &&
+      std::all_of(entries.begin(), entries.end(), [](const CatalogEntry& e) { return !e.remote.empty(); })) {
+    // As llama-server, the router still starts (files can be added and rescanned), but say so now.
+    LS_LOG_WARN(
+        "router: none of the %zu listed models has a local file (only download keys, which are not "
+        "supported): every request will fail until a preset section gets `model = ...`",
+        entries.size());
+  }
   const int max = st->config.models_max;
   if (max > 0 && static_cast<int>(startup.size()) > max) {
     return InvalidArgument(std::to_string(startup.size()) +
@@ -351,6 +360,8 @@ Result<Router::Held> Router::Ensure(const std::string& name, bool autoload, bool
     if (!slot) return not_found;
     const std::string id = slot->entry->id;  // a copy: a rescan may replace the entry while unlocked
     if (!slot->stale.ok()) return slot->stale;
+    // Listed by a download key only: nothing to load, and nothing is evicted or waited for on its account.
+    if (!slot->entry->remote.empty()) return RemoteModelError(*slot->entry);
     if (slot->loading || slot->unloading || (st.reloading && !slot->inst)) {
       if (slot->loading && waited_on != slot) {
         waited_on = slot;
@@ -479,6 +490,7 @@ Result<ModelLease> Router::Peek(const std::string& id_or_alias) {
   std::shared_ptr<Slot> slot = FindLocked(st, id_or_alias, &not_found);
   if (!slot) return not_found;
   if (!slot->stale.ok()) return slot->stale;
+  if (!slot->entry->remote.empty()) return RemoteModelError(*slot->entry);
   if (!slot->inst || slot->unloading) {
     const char* status = slot->loading ? "loading" : slot->sleeping ? "sleeping" : "unloaded";
     return Unavailable("model '" + slot->entry->id + "' is not loaded (" + status + ")");
@@ -586,8 +598,9 @@ Result<ReloadResult> Router::Reload() {
     if (slots.count(id)) continue;
     r.removed.push_back(id);
     const FileIdentity now = IdentifyFile(slot->entry->path);
-    st.removed[id] = "removed by a rescan: " + (now.exists ? "it is no longer in the sources"
-                                                           : "its file " + slot->entry->path + " is gone");
+    st.removed[id] = "removed by a rescan: " + (now.exists || !slot->entry->remote.empty()
+                                                    ? "it is no longer in the sources"
+                                                    : "its file " + slot->entry->path + " is gone");
     if (slot->inst) {
       r.unloaded.push_back(id);
       gone.push_back(DetachLocked(st, id, *slot, "removed on rescan"));
@@ -617,6 +630,7 @@ std::vector<ModelInfo> Snapshot(const State& st, const Slot* only) {
       ModelInfo m;
       m.id = id;
       m.aliases = s->entry->aliases;
+      m.tags = s->entry->tags;
       m.path = e.path;
       m.source = s->entry->source;
       m.status = s->loading    ? ModelStatus::kLoading
@@ -626,6 +640,10 @@ std::vector<ModelInfo> Snapshot(const State& st, const Slot* only) {
       if (s->loading && s->reserving) m.budget_charge = s->reserving->charge();
       m.failed = s->failed;
       m.last_error = s->last_error;
+      if (!e.remote.empty()) {  // never loadable: listed as failed from the start, with the reason
+        m.failed = true;
+        m.last_error = RemoteModelError(e);
+      }
       m.config = ConfigFor(st, e);
       m.chat_template = e.chat_template;
       m.load_on_startup = s->entry->load_on_startup;

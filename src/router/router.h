@@ -65,6 +65,7 @@ struct RouterConfig {
 struct ModelInfo {
   std::string id;
   std::vector<std::string> aliases;
+  std::vector<std::string> tags;  // the preset's, informational
   std::string path;
   ModelSource source = ModelSource::kModelsDir;
   ModelStatus status = ModelStatus::kUnloaded;
@@ -151,6 +152,7 @@ class Router {
   //   kInvalidArgument   unloaded and autoload off (llama-server: 400 "model is not loaded")
   //   kCorrupt           the file was truncated, replaced or rewritten since it was loaded or listed
   //   kUnavailable       models_max reached and every loaded model is in use (with the figures)
+  //   kUnimplemented     a preset section with only download keys (RemoteModelError; Peek too)
   //   the loader's code  the load failed (its message; the next Acquire tries again)
   Result<ModelLease> Acquire(const std::string& id_or_alias, std::optional<bool> autoload = std::nullopt);
 

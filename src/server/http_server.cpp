@@ -181,13 +181,15 @@ void InstallHooks(ServerState& st) {
     }
     if (req.method == "OPTIONS") {
       // A CORS preflight, answered 200 without the API key as llama-server does. An origin that is not
-      // allowed gets no CORS headers, so the browser refuses the call. The headers asked for are echoed: a
-      // wildcard (llama-server's "*") never covers Authorization in a browser.
+      // allowed gets no CORS headers, so the browser refuses the call. The allowed headers are --cors-headers
+      // when it is set, else the ones asked for, echoed: llama-server's default "*" never covers
+      // Authorization in a browser (Fetch standard), so a page sending its key would be refused.
       res.status = 200;
       if (!origin.empty()) {  // Access-Control-Allow-Origin and -Credentials are set above, once
         res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
         res.set_header("Access-Control-Allow-Headers",
-                       req.has_header("Access-Control-Request-Headers")
+                       !st.opts.cors_headers.empty() ? st.opts.cors_headers
+                       : req.has_header("Access-Control-Request-Headers")
                            ? req.get_header_value("Access-Control-Request-Headers")
                            : "Authorization, Content-Type, X-Api-Key");
         res.set_header("Access-Control-Max-Age", "86400");
@@ -207,7 +209,10 @@ void InstallHooks(ServerState& st) {
     if (IsHealthPath(req.path) || (st.opts.webui && IsWebUiPath(req.path))) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
-    if (!IsPublic(st.opts, req.path) && !st.opts.api_keys.empty() &&
+    // Public paths are public to read only: POST and DELETE /models change the list (llama-server lets them
+    // through without a key).
+    const bool read_only = req.method == "GET" || req.method == "HEAD";
+    if (!(read_only && IsPublic(st.opts, req.path)) && !st.opts.api_keys.empty() &&
         !KeyMatches(PresentedKey(req), st.opts.api_keys)) {
       const std::string message = "invalid or missing API key (send 'Authorization: Bearer <key>')";
       if (req.path.rfind("/v1/messages", 0) == 0) {  // Anthropic clients read Anthropic's error shape
@@ -453,6 +458,7 @@ Status HttpServer::Run() {
   RegisterWebUiRoutes(st);
   RegisterCorsProxyRoutes(st);
   RegisterToolRoutes(st);
+  RegisterStreamRoutes(st);
   RegisterCompletionRoutes(st);
   RegisterEmbeddingRoutes(st);
   RegisterRerankRoutes(st);

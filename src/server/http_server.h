@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "engine/engine.h"
 #include "router/router.h"
+#include "tools/mcp/mcp_config.h"
 
 namespace lazyslot::server {
 
@@ -33,11 +34,17 @@ struct ServerOptions {
   // (--tools-dir, default the current directory). Empty: GET/POST /tools answer 403.
   std::vector<std::string> tools;
   std::string tools_dir;
+  // --mcp-servers-config / --mcp-servers-json (llama-server's): MCP servers over stdio whose tools GET/POST
+  // /tools also serve, as "SERVER_TOOL" (tools/mcp/). Non-empty: /tools answers even without --tools.
+  std::vector<tools::mcp::ServerConfig> mcp_servers;
   // Chat template override: empty = the model's own `tokenizer.chat_template`; a built-in name (chatml,
   // llama3, gemma, ...: ChatTemplate::BuiltinNames()); or Jinja source, labelled `chat_template_label` in /props and the log.
   std::string chat_template;
   std::string chat_template_label = "custom";
   std::string model_alias;    // id in /v1/models and responses; empty = the model file's name
+  // -a/--alias a,b,c and --tags x,y (llama-server's, one model): every alias and tag, sorted and unique, as
+  // /v1/models lists them; the id (model_alias) is the first alias in that order.
+  std::vector<std::string> model_aliases, model_tags;
   bool pooling_none = false;  // --pooling none: per-token vectors, which /v1/embeddings refuses
   // Embedding and rerank routes (docs/embeddings.md). Reranking is on when engine.pooling is kRank
   // (--rerank). embd_normalize: llama-server's --embd-normalize, the default of /v1/embeddings and /embedding
@@ -88,6 +95,9 @@ struct ServerOptions {
   int health_port = 0;
   int backlog = 512;
   std::vector<std::string> cors_origins;
+  // --cors-headers: a preflight's Access-Control-Allow-Headers; empty (the default): the headers the preflight
+  // asks for, echoed. llama-server's default is "*", which browsers never let cover Authorization.
+  std::string cors_headers;
   // Runs after the listener starts and before the engine loads (while /health says 503), e.g. to generate
   // the demo model. May set engine.model_path.
   std::function<Status(ServerOptions*)> before_load;

@@ -20,9 +20,11 @@
 #include "engine/sampler_dry.h"
 #include "router/router.h"
 #include "server/http/drain.h"
+#include "server/http/stream_sessions.h"
 #include "server/http/httplib_include.h"
 #include "server/http_server.h"
 #include "server/memory_monitor.h"
+#include "tools/mcp/mcp_servers.h"
 
 namespace lazyslot::server {
 
@@ -93,8 +95,12 @@ struct HttpServer::State {
   bool listener_closed = false;
   bool listener_stopped = false;
   ConnectionTracker connections;  // requests being answered on the main port, for closing idle connections
+  StreamSessions stream_sessions;  // streams of requests with X-Conversation-Id, resumable by GET /v1/stream
   // --health-port: /health and /livez on a port of their own, open until the process exits.
   std::unique_ptr<httplib::Server> health_http;
+  // The MCP servers (opts.mcp_servers), created with the /tools routes; declared last, so destroyed first:
+  // after the HTTP workers are joined, which kills their processes.
+  std::unique_ptr<tools::mcp::McpServers> mcp;
 };
 using ServerState = HttpServer::State;
 
@@ -128,6 +134,7 @@ void RegisterMemoryRoutes(ServerState& st);        // GET /memory, /memory/strea
 void RegisterWebUiRoutes(ServerState& st);         // GET /, /index.html, /ui/* (the web page; --no-webui)
 void RegisterCorsProxyRoutes(ServerState& st);     // GET/POST /cors-proxy (--ui-mcp-proxy)
 void RegisterToolRoutes(ServerState& st);          // GET/POST /tools (--tools)
+void RegisterStreamRoutes(ServerState& st);        // GET/DELETE /v1/stream, POST /v1/streams/lookup
 // Prometheus text for GET /metrics: `engine`'s series (router mode: ?model='s, or null for the router's
 // per-model series only), the router's and the HTTP counters.
 std::string RenderMetrics(const ServerState& st, const Engine* engine);

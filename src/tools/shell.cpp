@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,9 +17,8 @@
 #include <functional>
 #include <string>
 
+#include "tools/spawn.h"
 #include "tools/tool_support.h"
-
-extern char** environ;
 
 namespace lazyslot::tools {
 namespace internal {
@@ -86,14 +84,6 @@ struct OutputSink {
   }
 };
 
-// True once the child has ended; it stays a zombie (WNOWAIT), so its process group id cannot be reused
-// before we kill the group and reap it.
-bool ChildEnded(pid_t pid) {
-  siginfo_t si{};
-  if (::waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0) return true;  // already reaped
-  return si.si_pid == pid;
-}
-
 // Runs `/bin/sh -c command` in `cwd` in its own process group, stdin /dev/null, stdout and stderr merged
 // into one pipe. The shell is NOT confined to the tools folder (it can read and write anything the server
 // can, and sees the server's environment): that is why "all" leaves this tool out. When the shell ends, the
@@ -101,41 +91,18 @@ bool ChildEnded(pid_t pid) {
 ExecOutcome RunShell(const std::string& command, const fs::path& cwd, double timeout_s, size_t cap,
                      const std::function<bool(const std::string&)>& on_chunk) {
   ExecOutcome out;
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    out.spawn_error = "pipe: " + ErrnoText(errno);
+  SpawnSpec spec;
+  spec.program = "/bin/sh";
+  spec.argv = {"sh", "-c", command};
+  spec.cwd = cwd.string();
+  spec.stderr_to_stdout = true;
+  Result<Spawned> spawned = SpawnInGroup(spec);
+  if (!spawned.ok()) {
+    out.spawn_error = spawned.status().message();
     return out;
   }
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  ::posix_spawn_file_actions_init(&fa);
-  ::posix_spawnattr_init(&attr);
-  ::posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  ::posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-  ::posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-  ::posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-  sigset_t no_signals, defaults;
-  sigemptyset(&no_signals);
-  sigemptyset(&defaults);
-  for (int s : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2})
-    sigaddset(&defaults, s);
-  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  ::posix_spawnattr_setpgroup(&attr, 0);
-  ::posix_spawnattr_setsigmask(&attr, &no_signals);
-  ::posix_spawnattr_setsigdefault(&attr, &defaults);
-  std::string arg0 = "sh", arg1 = "-c", arg2 = command;
-  char* argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, environ);
-  ::posix_spawn_file_actions_destroy(&fa);
-  ::posix_spawnattr_destroy(&attr);
-  ::close(fds[1]);
-  Fd rfd(fds[0]);
-  if (rc != 0) {
-    out.spawn_error = "cannot run /bin/sh in " + cwd.string() + ": " + ErrnoText(rc);
-    return out;
-  }
-  ::fcntl(rfd.get(), F_SETFL, ::fcntl(rfd.get(), F_GETFL) | O_NONBLOCK);
+  const pid_t pid = spawned->pid;
+  Fd rfd(spawned->out);  // non-blocking
 
   OutputSink sink{on_chunk, cap};
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -168,16 +135,7 @@ ExecOutcome RunShell(const std::string& command, const fs::path& cwd, double tim
     }
     if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) eof = true;
   }
-  ::kill(-pid, SIGKILL);  // safe: the unreaped leader keeps the group id ours
-  int status = 0;
-  pid_t waited;
-  do waited = ::waitpid(pid, &status, 0);
-  while (waited < 0 && errno == EINTR);
-  if (waited == pid) {
-    out.exit_code = WIFEXITED(status)     ? WEXITSTATUS(status)
-                    : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-                                          : -1;
-  }
+  out.exit_code = KillGroupAndReap(pid);
   if (!out.stopped && !sink.Flush()) out.stopped = true;
   out.truncated = sink.truncated;
   return out;

@@ -302,6 +302,21 @@ TEST(PrepareMessagesForTemplate, ParsesToolCallArgumentsKeepingKeyOrder) {
   EXPECT_EQ(*same, objects);
 }
 
+// A continued assistant message's text parts join with a blank line (llama-server's prefill of
+// [{"type": "text", "text": "Wh"}, {"type": "text", "text": "ill"}] ends the prompt in "Wh\n\nill").
+TEST(ContinuationText, JoinsTextPartsWithABlankLine) {
+  EXPECT_EQ(ContinuationText("Whill"), "Whill");
+  EXPECT_EQ(ContinuationText(
+                ordered_json::parse(R"([{"type": "text", "text": "Wh"}, {"type": "text", "text": "ill"}])")),
+            "Wh\n\nill");
+  EXPECT_EQ(ContinuationText(ordered_json::parse(
+                R"([{"type": "text", "text": ""}, "a", {"type": "image_url", "text": "x"}, {"type": 5},
+                    {"type": "text", "text": 7}, {"type": "text", "text": "b"}])")),
+            "a\n\nb");
+  EXPECT_EQ(ContinuationText(nullptr), "");
+  EXPECT_EQ(ContinuationText(ordered_json::object()), "");
+}
+
 TEST(PrepareMessagesForTemplate, InvalidArgumentsNameTheirPath) {
   const ordered_json wire = ordered_json::parse(R"([{"role": "user", "content": "a"},
     {"role": "assistant", "content": "b"},

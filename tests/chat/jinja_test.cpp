@@ -299,6 +299,32 @@ TEST(JinjaFilters, SelectMapAttr) {
   });
 }
 
+// Jinja2 refuses to filter none as a sequence; with none_filters_as_empty (how chat templates render, as
+// llama.cpp does) select/reject/selectattr/rejectattr/map/unique/items of none are an empty list, and the
+// other filters keep their errors.
+TEST(JinjaFilters, NoneAsEmptySequenceOnlyWhenAsked) {
+  const std::string tmpl =
+      "{% set tools = none %}{{ tools | selectattr('type', 'equalto', 'code_interpreter') | list | length }}";
+  Result<std::string> strict = Render(tmpl);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(strict.status().message().find("'NoneType' object is not iterable"), std::string::npos)
+      << strict.status().message();
+
+  RenderLimits lenient;
+  lenient.none_filters_as_empty = true;
+  Result<std::string> got = Render(tmpl, ordered_json::object(), lenient);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, "0");
+  got = Render(
+      "{{ x | rejectattr('a') | list }}|{{ x | select | list }}|{{ x | reject('odd') | list }}|"
+      "{{ x | map(attribute='a') | list }}|{{ x | unique | list }}|{{ x | items | list }}|{{ [1] | select | "
+      "list }}",
+      ordered_json{{"x", nullptr}}, lenient);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, "[]|[]|[]|[]|[]|[]|[1]");
+  EXPECT_FALSE(Render("{{ x | list }}", ordered_json{{"x", nullptr}}, lenient).ok());
+  EXPECT_FALSE(Render("{{ x | join(',') }}", ordered_json{{"x", nullptr}}, lenient).ok());
+}
 TEST(JinjaFilters, ToJson) {
   RunCases({
       // Key order kept, ", " and ": " separators, non-ASCII kept (transformers' tojson).

@@ -80,6 +80,9 @@ std::vector<Case> Cases() {
       {ToolCallFormat::kDeepSeekV31, ds_b + cb + "get_weather" + sep + "{\"city\": \"Paris\"}" + ce + ds_e,
        ds_b + cb + "get_weather" + sep + "{\"city\": \"Paris\"}" + ce + cb + "search" + sep +
            "{\"query\": \"x\"}" + ce + ds_e},
+      {ToolCallFormat::kFunctionaryV31, "<function=get_weather>{\"city\": \"Paris\"}</function>",
+       "<function=get_weather>{\"city\": \"Paris\"}</function><function=search>{\"query\": "
+       "\"x\"}</function>"},
       {ToolCallFormat::kGeneric,
        "{\"tool_call\": {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}}",
        "{\"tool_calls\": [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, "
@@ -131,6 +134,28 @@ TEST(ToolCallGrammar, LazyTriggersStartTheSentences) {
     EXPECT_TRUE(starts) << c.one;
     EXPECT_TRUE(Accepts(g, c.one));
   }
+}
+
+// Functionary v3.2: required calls start at once (the prompt ends in ">>>"), later ones after ">>>"; under
+// "auto" the grammar starts at ">>>NAME\n" for an offered tool, never at ">>>all".
+TEST(ToolCallGrammar, FunctionaryV32Recipients) {
+  const ToolCallFormat f = ToolCallFormat::kFunctionaryV32;
+  const std::string one = "get_weather\n{\"city\": \"Paris\"}";
+  const std::string two = one + ">>>search\n{\"query\": \"x\"}";
+  const ToolGrammar single = Build(f, ToolChoiceMode::kRequired, false);
+  EXPECT_FALSE(single.lazy);
+  EXPECT_TRUE(Accepts(single, one));
+  EXPECT_FALSE(Accepts(single, two));
+  EXPECT_FALSE(Accepts(single, "all\nHi"));
+  EXPECT_TRUE(Accepts(Build(f, ToolChoiceMode::kRequired, true), two));
+  EXPECT_EQ(ParseToolCalls(two, f, Tools()).tool_calls.size(), 2u);
+  EXPECT_FALSE(Accepts(Build(f, ToolChoiceMode::kNamed, false, "search"), one));
+
+  const ToolGrammar lazy = Build(f, ToolChoiceMode::kAuto, true);
+  EXPECT_TRUE(lazy.lazy);
+  EXPECT_EQ(lazy.triggers, (std::vector<std::string>{">>>get_weather\n", ">>>search\n"}));
+  EXPECT_TRUE(Accepts(lazy, ">>>" + two));
+  EXPECT_FALSE(Accepts(lazy, ">>>all\nHi"));
 }
 
 TEST(ToolCallGrammar, Qwen3ThinkBlockAndXmlConstraints) {

@@ -222,7 +222,7 @@ const std::map<std::string, ToolCallFormat>& TemplateFormats() {
       {"deepseek-ai-DeepSeek-V3.1.jinja", F::kDeepSeekV31},
       {"google-gemma-2-2b-it.jinja", F::kGeneric},
       {"ibm-granite-granite-3.3-2B-Instruct.jinja", F::kGeneric},  // llama-server: Granite
-      {"meetkai-functionary-medium-v3.2.jinja", F::kGeneric},      // llama-server: Functionary v3.2
+      {"meetkai-functionary-medium-v3.2.jinja", F::kFunctionaryV32},
       {"meta-llama-Llama-3.1-8B-Instruct.jinja", F::kLlama3xBuiltinTools},
       {"meta-llama-Llama-3.2-3B-Instruct.jinja", F::kLlama3x},
       {"microsoft-Phi-3.5-mini-instruct.jinja", F::kGeneric},
@@ -247,6 +247,20 @@ TEST(ToolCallFormat, DetectsEachRealTemplate) {
         << file;
   }
   EXPECT_EQ(n, 20u);
+}
+
+// Functionary v3.1's markers: Llama 3.1's headers and <function= calls (the template is llama.cpp's
+// models/templates/meetkai-functionary-medium-v3.1.jinja; this is the part that decides).
+TEST(ToolCallFormat, DetectsFunctionaryV31) {
+  const std::string src =
+      "{{- bos_token + \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}"
+      "{{ '<function=' + tool_call['function']['name'] + '>' + tool_call['function']['arguments'] | tojson + "
+      "'</function>' }}";
+  EXPECT_EQ(DetectToolCallFormat(src), ToolCallFormat::kFunctionaryV31);
+  EXPECT_STREQ(ToolCallFormatName(ToolCallFormat::kFunctionaryV31), "Functionary v3.1 Llama 3.1");
+  // Qwen3-Coder's XML calls also write <function=, inside <tool_call> with <parameter=.
+  EXPECT_EQ(DetectToolCallFormat("<|start_header_id|><tool_call><function=x><parameter=y>"),
+            ToolCallFormat::kQwen3CoderXml);
 }
 
 TEST(ToolCallFormat, NamesAndFallback) {
@@ -445,6 +459,65 @@ TEST(ToolCallParse, DeepSeekV31) {
                    ToolCallFormat::kDeepSeekV31);
   EXPECT_EQ(cut.tool_calls.size(), 2u);
   EXPECT_EQ(cut.content, "");
+}
+
+// Functionary v3.1: <function=NAME>{...}</function> calls anywhere, back to back; the text around them is
+// content, and text that only looks like a call (no JSON object, no closing tag, a python tag) stays content.
+TEST(ToolCallParse, FunctionaryV31) {
+  const ToolCallFormat f = ToolCallFormat::kFunctionaryV31;
+  const std::string text =
+      "Let me check.<function=get_weather>{\"city\": \"Paris\", \"days\": 2}</function>"
+      "<function=search>{\"query\": \"a </function> b\"}</function>";
+  auto m = Parse(text, f);
+  EXPECT_EQ(m.content, "Let me check.");
+  ASSERT_EQ(m.tool_calls.size(), 2u);
+  EXPECT_EQ(m.tool_calls[0].name, "get_weather");
+  EXPECT_EQ(m.tool_calls[0].arguments, R"({"city":"Paris","days":2})");
+  EXPECT_EQ(m.tool_calls[1].name, "search");
+  EXPECT_EQ(m.tool_calls[1].arguments, R"({"query":"a </function> b"})");
+  ExpectStreamingAgrees(text, f);
+  // Prose, HTML-ish text and unfinished or malformed calls are content, whole.
+  for (const std::string plain :
+       {"print('hello world') is all it takes.", "<b>bold</b> and <function> tags",
+        "<function=search>not json</function>", "<function=search>{\"query\": \"x\"}",
+        "<function=bad name\n>{}</function>", "<|python_tag|>print('hi')"}) {
+    auto p = Parse(plain, f);
+    EXPECT_TRUE(p.tool_calls.empty()) << plain;
+    EXPECT_EQ(p.content, plain);
+    ExpectStreamingAgrees(plain, f);
+  }
+  // The other formats do not read this layout.
+  EXPECT_TRUE(Parse("<function=search>{\"query\": \"x\"}</function>", ToolCallFormat::kHermes2Pro)
+                  .tool_calls.empty());
+}
+
+// Functionary v3.2: the output starts after the prompt's ">>>" with a recipient line; "all" opens content,
+// a tool's name a call; ">>>" starts each later segment. Text that is no recipient line stays content.
+TEST(ToolCallParse, FunctionaryV32) {
+  const ToolCallFormat f = ToolCallFormat::kFunctionaryV32;
+  const std::string text =
+      "all\nLet me look.>>>search\n{\"query\": \">>>x\"}>>>get_weather\n{\"city\": \"Paris\"}";
+  auto m = Parse(text, f);
+  EXPECT_EQ(m.content, "Let me look.");
+  ASSERT_EQ(m.tool_calls.size(), 2u);
+  EXPECT_EQ(m.tool_calls[0].name, "search");
+  EXPECT_EQ(m.tool_calls[0].arguments, R"({"query":">>>x"})");
+  EXPECT_EQ(m.tool_calls[1].arguments, R"({"city":"Paris"})");
+  ExpectStreamingAgrees(text, f);
+  auto first = Parse("search\n{\"query\": \"q\"}", f);  // a call right after the prompt's ">>>"
+  ASSERT_EQ(first.tool_calls.size(), 1u);
+  EXPECT_EQ(first.content, "");
+  auto answer = Parse("all\nHello there.\n>>>all\nMore.", f);
+  EXPECT_TRUE(answer.tool_calls.empty());
+  EXPECT_EQ(answer.content, "Hello there.More.");
+  for (const std::string plain :
+       {"Once upon a time, a cat.", "print('hi') >>> x", "search\nnot json", "al"}) {
+    auto p = Parse(plain, f);
+    EXPECT_TRUE(p.tool_calls.empty()) << plain;
+    EXPECT_EQ(p.content, plain);
+    ExpectStreamingAgrees(plain, f);
+  }
+  ExpectStreamingAgrees("all\nHello there.\n>>>all\nMore.", f);
 }
 
 TEST(ToolCallParse, GenericJson) {

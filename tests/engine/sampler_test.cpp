@@ -1,18 +1,18 @@
-// Sampler: logit_bias, greedy and random draws, the default chain against the sampler it replaced (same
-// draws, bit for bit), each of llama-server's samplers on hand-made logits, the chain order, mirostat,
-// TopCandidates and the stage names. DRY has its own file (sampler_dry_test.cpp).
+// Sampler: logit_bias, greedy and random draws, the draw and the default chain against llama-server's
+// algorithm written out in the test (same seed, same tokens), each of llama-server's samplers on hand-made
+// logits, the chain order, mirostat, TopCandidates and the stage names. DRY has its own file
+// (sampler_dry_test.cpp).
 #include "engine/sampler.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
-#include <unordered_map>
 #include <vector>
 
 namespace lazyslot {
@@ -81,125 +81,191 @@ TEST(Sampler, BannedTokenIsNeverDrawn) {
   EXPECT_TRUE(t >= 0 && t < 3);
 }
 
-// The sampler as it was before the chain became configurable (logit bias -> penalties -> top-k -> top-p ->
-// min-p -> temperature -> draw), kept here as the reference the default chain must reproduce exactly.
-class OldSampler {
+// llama-server's draw as its source describes it, written out here apart from the Sampler: a std::mt19937
+// seeded with the seed; per step one std::uniform_real_distribution<double> number u, none when a single
+// candidate is left; weights e^(l - max) in float, summed in double; the first candidate, in the order the
+// chain left them, whose running sum reaches u times the total.
+class ReferenceDraw {
  public:
-  explicit OldSampler(const SamplingParams& params) : p_(params), rng_(params.seed) {}
-  void Accept(int32_t token) {
-    if (p_.repeat_last_n == 0) return;
-    recent_.push_back(token);
-    ++counts_[token];
-    if (p_.repeat_last_n > 0 && static_cast<int32_t>(recent_.size()) > p_.repeat_last_n) {
-      const int32_t old = recent_.front();
-      recent_.pop_front();
-      if (--counts_[old] == 0) counts_.erase(old);
+  explicit ReferenceDraw(uint32_t seed) : gen_(seed) {}
+  int32_t Pick(const std::vector<std::pair<int32_t, float>>& cands) {  // (id, logit)
+    if (cands.size() == 1) return cands[0].first;
+    float max = cands[0].second;
+    for (const auto& c : cands) max = std::max(max, c.second);
+    std::vector<float> w;
+    double total = 0;
+    for (const auto& c : cands) {
+      w.push_back(std::exp(c.second - max));
+      total += w.back();
     }
-  }
-  int32_t Sample(const float* logits, int32_t n_vocab) {
-    const bool penalize = !counts_.empty() && (p_.repeat_penalty != 1.0f || p_.frequency_penalty != 0.0f ||
-                                               p_.presence_penalty != 0.0f);
-    if (p_.temperature <= 0.0f && !penalize && p_.logit_bias.empty()) return Sampler::Argmax(logits, n_vocab);
-    cand_.resize(n_vocab);
-    for (int32_t i = 0; i < n_vocab; ++i) cand_[i] = {logits[i], i};
-    for (const auto& [tok, bias] : p_.logit_bias) {
-      if (tok >= 0 && tok < n_vocab) cand_[tok].first += bias;
+    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(gen_);
+    double run = 0;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      run += w[i];
+      if (run >= total * u) return cands[i].first;
     }
-    if (penalize) {
-      for (const auto& [tok, count] : counts_) {
-        if (tok < 0 || tok >= n_vocab) continue;
-        float& l = cand_[tok].first;
-        l = l <= 0 ? l * p_.repeat_penalty : l / p_.repeat_penalty;
-        l -= static_cast<float>(count) * p_.frequency_penalty + p_.presence_penalty;
-      }
-    }
-    auto by_logit = [](const auto& a, const auto& b) {
-      return a.first > b.first || (a.first == b.first && a.second < b.second);
-    };
-    if (p_.temperature <= 0.0f) return std::min_element(cand_.begin(), cand_.end(), by_logit)->second;
-    size_t n = cand_.size();
-    if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < n) {
-      std::partial_sort(cand_.begin(), cand_.begin() + p_.top_k, cand_.end(), by_logit);
-      n = p_.top_k;
-    } else {
-      std::sort(cand_.begin(), cand_.end(), by_logit);
-    }
-    if (std::isinf(cand_[0].first) && cand_[0].first < 0) return cand_[0].second;
-    std::vector<float> prob(n);
-    double sum = 0;
-    for (size_t i = 0; i < n; ++i) sum += prob[i] = std::exp(cand_[i].first - cand_[0].first);
-    for (auto& q : prob) q = static_cast<float>(q / sum);
-    if (p_.top_p < 1.0f) {
-      double cum = 0;
-      size_t keep = n;
-      for (size_t i = 0; i < n; ++i) {
-        cum += prob[i];
-        if (cum >= p_.top_p) {
-          keep = i + 1;
-          break;
-        }
-      }
-      n = std::max<size_t>(1, keep);
-    }
-    if (p_.min_p > 0.0f) {
-      const float threshold = prob[0] * p_.min_p;
-      size_t keep = 1;
-      while (keep < n && prob[keep] >= threshold) ++keep;
-      n = keep;
-    }
-    std::vector<double> w(n);
-    for (size_t i = 0; i < n; ++i) w[i] = std::exp((cand_[i].first - cand_[0].first) / p_.temperature);
-    std::discrete_distribution<size_t> dist(w.begin(), w.end());
-    return cand_[dist(rng_)].second;
+    return cands.back().first;
   }
 
  private:
-  SamplingParams p_;
-  std::mt19937_64 rng_;
-  std::deque<int32_t> recent_;
-  std::unordered_map<int32_t, int32_t> counts_;
-  std::vector<std::pair<float, int32_t>> cand_;
+  std::mt19937 gen_;
 };
 
-TEST(Sampler, DefaultChainDrawsExactlyAsBefore) {
+// llama-server's default chain with every other stage off (no penalties, no bias): top-k sorts by logit and
+// keeps k; top-p takes a float softmax and keeps the shortest prefix whose float running sum reaches top_p;
+// min-p keeps logits >= top + ln(min_p); temperature divides the logits; then the draw above.
+std::vector<std::pair<int32_t, float>> ReferenceDefaultChain(const std::vector<float>& logits,
+                                                             const SamplingParams& p) {
+  std::vector<std::pair<int32_t, float>> c;
+  for (size_t i = 0; i < logits.size(); ++i) c.emplace_back(static_cast<int32_t>(i), logits[i]);
+  std::sort(c.begin(), c.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  c.resize(std::min(c.size(), static_cast<size_t>(p.top_k)));
+  std::vector<float> prob;
+  float sum = 0;
+  for (const auto& x : c) {
+    prob.push_back(std::exp(x.second - c[0].second));
+    sum += prob.back();
+  }
+  float cum = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    cum += prob[i] / sum;
+    if (cum >= p.top_p) {
+      c.resize(i + 1);
+      break;
+    }
+  }
+  const float floor = c[0].second + std::log(p.min_p);
+  size_t keep = 1;
+  while (keep < c.size() && c[keep].second >= floor) ++keep;
+  c.resize(keep);
+  for (auto& x : c) x.second /= p.temperature;
+  return c;
+}
+
+// Temperature 1 and nothing else: the candidates stay in id order and the draw walks them in that order.
+TEST(Sampler, DrawIsLlamaServersOnAFixedSet) {
+  const std::vector<float> logits = {0.5f, 2.0f, -1.0f, 1.5f, 0.0f, 1.9f};
+  SamplingParams p = Plain();
+  p.seed = 42;
+  Sampler s(p);
+  ReferenceDraw ref(42);
+  std::vector<std::pair<int32_t, float>> cands;
+  for (size_t i = 0; i < logits.size(); ++i) cands.emplace_back(static_cast<int32_t>(i), logits[i]);
+  std::vector<int32_t> got, want;
+  std::map<int32_t, int> count;
+  for (int i = 0; i < 400; ++i) {
+    got.push_back(s.Sample(logits.data(), static_cast<int32_t>(logits.size())));
+    want.push_back(ref.Pick(cands));
+    ++count[got.back()];
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(count.size(), logits.size());  // real draws, every token now and then
+  EXPECT_GT(count[1], count[0]);
+  // The seed is a uint32 in llama-server: only its low 32 bits count.
+  p.seed = (uint64_t{1} << 32) + 42;
+  Sampler high(p);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(high.Sample(logits.data(), 6), got[i]) << i;
+  p.seed = 43;
+  Sampler other(p);
+  std::vector<int32_t> other_draws;
+  for (int i = 0; i < 50; ++i) other_draws.push_back(other.Sample(logits.data(), 6));
+  EXPECT_NE(other_draws, std::vector<int32_t>(got.begin(), got.begin() + 50));
+}
+
+// The default chain against the reference above, on random logits, with steps where one token dominates
+// so much that it alone survives (no random number used then: the later draws stay in step).
+TEST(Sampler, DefaultChainDrawsAsLlamaServer) {
   std::mt19937 gen(7);
   std::normal_distribution<float> normal(0.0f, 3.0f);
-  const int32_t kTopK[] = {0, 1, 5, 40, 100000};
-  const float kTopP[] = {1.0f, 0.95f, 0.5f};
-  const float kMinP[] = {0.0f, 0.05f, 0.3f};
-  const float kTemp[] = {0.0f, 0.5f, 0.8f, 1.7f};
-  int cases = 0, distinct_tokens = 0;
-  for (int c = 0; c < 120; ++c) {
-    SamplingParams p;  // new fields at their defaults: off
-    p.top_k = kTopK[c % 5];
-    p.top_p = kTopP[(c / 5) % 3];
-    p.min_p = kMinP[(c / 15) % 3];
-    p.temperature = kTemp[(c / 45 + c) % 4];
-    p.seed = 1000 + c;
-    if (c % 3 == 1) p.repeat_penalty = 1.3f;
-    if (c % 4 == 2) p.frequency_penalty = 0.4f, p.presence_penalty = 0.2f;
-    if (c % 7 == 3) p.repeat_last_n = 0;
-    if (c % 5 == 4) p.logit_bias = {{3, kBan}, {10, 2.5f}};
-    if (c % 11 == 5) p.logit_bias = {{0, kBan}, {1, kBan}};
-    const int32_t n_vocab = c % 2 ? 300 : 2000;
-    Sampler now(p);
-    OldSampler before(p);
-    std::set<int32_t> seen;
-    for (int step = 0; step < 24; ++step) {
-      std::vector<float> logits(n_vocab);
-      for (float& l : logits) l = normal(gen);
-      const int32_t a = now.Sample(logits.data(), n_vocab);
-      const int32_t b = before.Sample(logits.data(), n_vocab);
-      ASSERT_EQ(a, b) << "case " << c << " step " << step;
-      seen.insert(a);
-      now.Accept(a);
-      before.Accept(b);
+  int distinct = 0, singles = 0;
+  for (const uint32_t seed : {42u, 7u, 123456789u, 0xFFFFFFFEu}) {
+    for (const int32_t n_vocab : {512, 5000}) {
+      SamplingParams p;  // llama-server's defaults: top-k 40, top-p 0.95, min-p 0.05, temperature 0.8
+      p.seed = seed;
+      Sampler s(p);
+      ReferenceDraw ref(seed);
+      std::set<int32_t> seen;
+      for (int step = 0; step < 40; ++step) {
+        std::vector<float> logits(n_vocab);
+        for (float& l : logits) l = normal(gen);
+        if (step % 5 == 3) logits[step] += 40.0f;  // this token alone passes min-p
+        const auto chain = ReferenceDefaultChain(logits, p);
+        singles += chain.size() == 1;
+        const int32_t want = ref.Pick(chain);
+        ASSERT_EQ(s.Sample(logits.data(), n_vocab), want) << "seed " << seed << " step " << step;
+        seen.insert(want);
+      }
+      distinct += static_cast<int>(seen.size());
     }
-    distinct_tokens += static_cast<int>(seen.size());
-    ++cases;
   }
-  EXPECT_EQ(cases, 120);
-  EXPECT_GT(distinct_tokens, 120 * 3);  // the comparison covered real draws, not one token over and over
+  EXPECT_GE(singles, 4 * 2 * 8);
+  EXPECT_GT(distinct, 8 * 20);  // real draws, not one token over and over
+}
+
+// Min-p on an unsorted array (top-k and top-p off) keeps the survivors in id order, and the draw walks
+// them in that order: the cumulative sums, and so the picks, differ from a walk in logit order.
+TEST(Sampler, MinPOnAnUnsortedArrayKeepsIdOrder) {
+  std::mt19937 gen(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  SamplingParams p = Plain();
+  p.min_p = 0.2f;
+  p.seed = 42;
+  Sampler s(p);
+  ReferenceDraw ref(42);
+  int sizes = 0;
+  for (int step = 0; step < 200; ++step) {
+    std::vector<float> logits(64);
+    for (float& l : logits) l = normal(gen);
+    float max = logits[0];
+    for (float l : logits) max = std::max(max, l);
+    std::vector<std::pair<int32_t, float>> kept;
+    for (int32_t i = 0; i < 64; ++i) {
+      if (logits[i] >= max + std::log(p.min_p)) kept.emplace_back(i, logits[i]);
+    }
+    sizes += static_cast<int>(kept.size());
+    ASSERT_EQ(s.Sample(logits.data(), 64), ref.Pick(kept)) << "step " << step;
+  }
+  EXPECT_GT(sizes, 200 * 3);
+}
+
+// Top-p alone on a large unsorted vocabulary: probabilities from a float softmax summed in id order, then
+// the shortest prefix in logit order whose float running sum reaches top_p; flat logits need more than the
+// first few hundred tokens, peaked ones fewer.
+TEST(Sampler, TopPOnAnUnsortedVocabulary) {
+  std::mt19937 gen(5);
+  for (const float spread : {3.0f, 0.3f}) {
+    std::normal_distribution<float> normal(0.0f, spread);
+    SamplingParams p = Plain();
+    p.top_p = 0.9f;
+    p.seed = 42;
+    Sampler s(p);
+    ReferenceDraw ref(42);
+    size_t longest = 0;
+    for (int step = 0; step < 30; ++step) {
+      std::vector<float> logits(3000);
+      for (float& l : logits) l = normal(gen);
+      float max = logits[0], sum = 0;
+      for (float l : logits) max = std::max(max, l);
+      std::vector<float> prob;
+      for (float l : logits) {
+        prob.push_back(std::exp(l - max));
+        sum += prob.back();
+      }
+      std::vector<int32_t> order(logits.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+      std::vector<std::pair<int32_t, float>> kept;
+      float cum = 0;
+      for (int32_t id : order) {
+        kept.emplace_back(id, logits[id]);
+        cum += prob[id] / sum;
+        if (cum >= p.top_p) break;
+      }
+      longest = std::max(longest, kept.size());
+      ASSERT_EQ(s.Sample(logits.data(), 3000), ref.Pick(kept)) << "spread " << spread << " step " << step;
+    }
+    if (spread < 1.0f) EXPECT_GT(longest, 256u);  // the walk went past the first sorted block
+  }
 }
 
 TEST(Sampler, TopCandidatesGivesTheDrawsDistribution) {

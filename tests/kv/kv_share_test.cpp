@@ -1,8 +1,8 @@
 // Prefix sharing in the KV cache (KvCache::ShareCells): a slot maps another's whole pages of a common prefix
 // instead of copying them, reads the same rows, and the arena's memory file holds each page once. Writes,
-// trims, rewinds and releases of either side never change what the other reads: checked against a shadow of
-// every slot's cells over random sequences of operations, with the file's allocation equal to the cache's
-// distinct committed bytes after every step.
+// trims, rewinds, dropped cells (a context shift) and releases of either side never change what the other
+// reads: checked against a shadow of every slot's cells over random sequences of operations, with the
+// file's allocation equal to the cache's distinct committed bytes after every step.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -206,6 +206,12 @@ void RandomOperations(const KvConfig& c, uint32_t seed, int steps) {
       sh.cells[s].clear();
       EXPECT_LE(kv->committed_bytes(s), std::min(own_before, kv->BytesForCells(cells))) << "rewrite " << s;
       what = "rewrite " + std::to_string(s) + " keeping pages for " + std::to_string(cells);
+    } else if (op < 8 && kv->window() == 0 && n > 1) {
+      // A context shift's move: cells [b, b + m) go, the rows after them move down.
+      const int32_t b = pick(n - 1), m = 1 + pick(n - b - 1);
+      ASSERT_TRUE(kv->DropCells(s, b, m).ok());
+      sh.cells[s].erase(sh.cells[s].begin() + b, sh.cells[s].begin() + b + m);
+      what = "drop " + std::to_string(m) + " cells at " + std::to_string(b) + " of " + std::to_string(s);
     } else if (op < 9) {
       const int32_t keep = n > 0 ? pick(n + 1) : 0;
       // The other slots' own pages grow by at most what s lent (the pages handed to its borrowers): the
@@ -232,6 +238,38 @@ void RandomOperations(const KvConfig& c, uint32_t seed, int steps) {
   }
   ASSERT_TRUE(kv->ReleaseAll().ok());
   EXPECT_EQ(*kv->ResidentBytes(), 0u);
+}
+
+// Context shift (KvCache::DropCells) in a slot that maps another's pages and in the slot that lends them:
+// the rows after the dropped cells move down in the one that drops, the other reads what it read before.
+TEST(KvShare, DroppedCellsMoveOnlyTheDroppingSlotsRows) {
+  auto kv = Make(ShareConfig());
+  ASSERT_TRUE(kv);
+  Shadow sh;
+  sh.cells.resize(4);
+  Append(*kv, sh, 0, 64);
+  kv->ShareCells(0, 1, 64);
+  sh.cells[1] = sh.cells[0];
+  ASSERT_TRUE(kv->DropCells(1, 5, 20).ok());  // the sharer: its mapped pages past cell 5 become its own
+  sh.cells[1].erase(sh.cells[1].begin() + 5, sh.cells[1].begin() + 25);
+  Verify(*kv, sh, "the sharer drops");
+  kv->ShareCells(0, 2, 48);
+  sh.cells[2].assign(sh.cells[0].begin(), sh.cells[0].begin() + 48);
+  ASSERT_TRUE(kv->DropCells(0, 0, 10).ok());  // the owner: slot 2 keeps reading the old rows
+  sh.cells[0].erase(sh.cells[0].begin(), sh.cells[0].begin() + 10);
+  Verify(*kv, sh, "the owner drops");
+  Append(*kv, sh, 0, 7);
+  Append(*kv, sh, 1, 7);
+  Append(*kv, sh, 2, 7);
+  Verify(*kv, sh, "all continue");
+  EXPECT_EQ(kv->DropCells(0, 50, 20).code(), Code::kInvalidArgument) << "past the slot's cells";
+  EXPECT_EQ(kv->DropCells(0, 3, 0).code(), Code::kInvalidArgument);
+  auto windowed = Make(ShareConfig({0, 12, 0}));
+  ASSERT_TRUE(windowed);
+  Shadow wsh;
+  wsh.cells.resize(4);
+  Append(*windowed, wsh, 0, 20);
+  EXPECT_EQ(windowed->DropCells(0, 2, 5).code(), Code::kUnimplemented) << "a local run holds only its window";
 }
 
 TEST(KvShare, RandomOperationsKeepEveryRowAndCountEachPageOnce) {

@@ -310,7 +310,7 @@ TEST(AnthropicRequest, MessageErrorsNameThePath) {
   ExpectError(
       with(R"([{"role": "user", "content": "a"}, {"role": "user", "content": [{"type": "text", "text": "x"},
       {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}]}])"),
-      "messages[1].content[1].type: 'image' is not supported", "text only");
+      "messages[1].content[1].type: 'image' is not supported", "text only: image input is not supported");
   ExpectError(with(R"([{"role": "user", "content": [{"type": "document", "source": {}}]}])"),
               "messages[0].content[0].type: 'document' is not supported");
   ExpectError(with(R"([{"role": "user", "content": [{"type": "search_result"}]}])"),
@@ -361,7 +361,8 @@ TEST(AnthropicRequest, ToolBlockErrorsNameThePath) {
   ExpectError(result(R"({"type": "tool_result", "tool_use_id": "t1", "content": 4})"),
               "messages[2].content[0].content: expected a string or a list of text blocks");
   ExpectError(result(R"({"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "image"}]})"),
-              "messages[2].content[0].content[0].type: 'image' is not supported");
+              "messages[2].content[0].content[0].type: 'image' is not supported",
+              "image input is not supported");
   ExpectError(result(R"({"type": "tool_result", "tool_use_id": "t1", "is_error": "yes"})"),
               "messages[2].content[0].is_error: expected a boolean");
 }

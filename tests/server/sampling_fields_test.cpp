@@ -154,6 +154,8 @@ TEST(SamplingFields, NamesCoverEveryField) {
                                          "mirostat",
                                          "mirostat_tau",
                                          "mirostat_eta",
+                                         "adaptive_target",
+                                         "adaptive_decay",
                                          "samplers"};
   EXPECT_EQ(names, want);
   // Each name is read: a wrong type for it is an error naming it.
@@ -175,7 +177,8 @@ TEST(SamplingFields, SettingsJsonHasLlamaServersKeys) {
       "top_p",          "min_p",         "top_n_sigma",        "xtc_probability",    "xtc_threshold",
       "typical_p",      "repeat_last_n", "repeat_penalty",     "presence_penalty",   "frequency_penalty",
       "dry_multiplier", "dry_base",      "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers",
-      "mirostat",       "mirostat_tau",  "mirostat_eta",       "logit_bias",         "samplers"};
+      "mirostat",       "mirostat_tau",  "mirostat_eta",       "adaptive_target",    "adaptive_decay",
+      "logit_bias",     "samplers"};
   EXPECT_EQ(keys, want);
   EXPECT_EQ(j["samplers"].dump(), R"(["dry","top_k","temperature"])");
   EXPECT_EQ(j["logit_bias"].dump(), R"([{"bias":-2.0,"token":5}])");
@@ -187,6 +190,16 @@ TEST(SamplingFields, SettingsJsonHasLlamaServersKeys) {
   EXPECT_EQ(j["top_n_sigma"].get<double>(), -1.0);
   EXPECT_EQ(j["dry_penalty_last_n"].get<int>(), 64);
   EXPECT_EQ(SamplingParamsJson(SamplingParams())["samplers"].size(), 9u);
+  EXPECT_EQ(j["adaptive_target"].get<double>(), -1.0);
+}
+
+// llama-server's adaptive-p sampler is not implemented: its fields are accepted while they leave it off.
+TEST(SamplingFields, AdaptivePOnlyOff) {
+  EXPECT_EQ(ErrorOf(R"({"adaptive_target": -1, "adaptive_decay": 0.5})"), "");
+  EXPECT_TRUE(StartsWith(ErrorOf(R"({"adaptive_target": 0.3})"),
+                         "adaptive_target: the adaptive-p sampler is not supported"));
+  EXPECT_TRUE(StartsWith(ErrorOf(R"({"adaptive_target": 1.5})"), "adaptive_target: must be"));
+  EXPECT_TRUE(StartsWith(ErrorOf(R"({"adaptive_decay": 1})"), "adaptive_decay: must be between 0 and 0.99"));
 }
 
 }  // namespace

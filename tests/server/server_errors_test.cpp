@@ -51,7 +51,7 @@ TEST(ServerErrors, MalformedRequestsGet400NamingTheField) {
       {"/v1/completions", {{"prompt", "x"}, {"stop", {"a", 1}}}, "stop[1]"},
       {"/v1/completions", {{"prompt", "x"}, {"seed", "s"}}, "seed"},
       {"/v1/completions", {{"prompt", "x"}, {"stream", "yes"}}, "stream"},
-      {"/v1/completions", {{"prompt", "x"}, {"n", 3}}, "n"},
+      {"/v1/completions", {{"prompt", "x"}, {"n", 65}}, "n"},  // more than --max-queue (64) holds
       {"/v1/completions", {{"prompt", "x"}, {"frequency_penalty", 5}}, "frequency_penalty"},
       {"/v1/completions", {{"prompt", "x"}, {"repeat_penalty", 0}}, "repeat_penalty"},
       {"/v1/completions",

@@ -2,7 +2,8 @@
 // enable_thinking, a request's chat_template_kwargs over it, a closed thinking block that the reasoning
 // parser then does not wait for), today's date in templates (strftime_now, date_string, datetime), a template
 // that adds an undefined variable to a string (firefunction-v2's `functions`), llama-server's built-in
-// template names for --chat-template, and the refusal of two assistant messages at the end of a chat.
+// template names for --chat-template (any other value is Jinja source), and the refusal of two assistant
+// messages at the end of a chat.
 #include <gtest/gtest.h>
 
 #include <ctime>
@@ -165,6 +166,23 @@ TEST(ServerTemplateFlags, BuiltinTemplateNames) {
   EXPECT_NE(log.find("--chat-template"), std::string::npos) << log;
   EXPECT_NE(log.find("llama-9"), std::string::npos) << log;
   EXPECT_NE(log.find("mistral-v7-tekken"), std::string::npos) << log;
+}
+
+// Any other --chat-template value is Jinja source, as llama-server (--jinja) takes it: a sentence without
+// tags is a template that renders itself, whatever the chat (llama.cpp's test_chat_completion case "This is
+// not a chat template, it is"); the server says so at start-up and counts those tokens as the prompt.
+TEST(ServerTemplateFlags, SentenceIsInlineJinjaSource) {
+  REQUIRE_SHARED_FILE(kModel);
+  const std::string text = "This is not a chat template, it is";
+  START_SERVER(srv, {"-m", SharedPath(kModel), "-np", "1", "--chat-template", text});
+  EXPECT_NE(srv->Log().find("rendered as it is"), std::string::npos) << srv->Log();
+  EXPECT_EQ(srv->Get("/props").Json()["chat_template"], text);
+  EXPECT_EQ(Prompt(*srv), text);
+  const json msgs = {{{"role", "system"}, {"content", "Book"}}, {{"role", "user"}, {"content", "Hey"}}};
+  HttpResult r = srv->Post("/v1/chat/completions", {{"messages", msgs}, {"max_tokens", 2}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json ids = srv->Post("/tokenize", {{"content", text}, {"add_special", true}}).Json()["tokens"];
+  EXPECT_EQ(r.Json()["usage"]["prompt_tokens"], ids.size()) << r.body << ids.dump();
 }
 
 // Two assistant messages at the end: llama-server's 400 (it would prefill the last one after another

@@ -759,4 +759,6 @@ async function main() {
   }
 }
 
+// The service worker (/sw.js) only explains an unreachable server; a page without it works the same.
+if ('serviceWorker' in navigator) navigator.serviceWorker.register('/sw.js').catch(() => {});
 main();

@@ -31,6 +31,11 @@ struct RenderLimits {
   // llama.cpp's renderer treats an undefined or none operand of `+` next to a string as the empty string
   // (Jinja2 raises); templates such as firefunction-v2 rely on it. Off: Jinja2's TypeError.
   bool concat_none_as_empty = false;
+  // llama.cpp's renderer also gives the sequence filters select, reject, selectattr, rejectattr, map, unique
+  // and items an empty list for a none input (Jinja2 raises "'NoneType' object is not iterable");
+  // Functionary v3.1's template filters its `tools`, set to none without tools, that way. Off: Jinja2's
+  // error.
+  bool none_filters_as_empty = false;
 };
 
 // Work units charged per loop iteration and macro call (each costs far more than copying a byte).

@@ -713,6 +713,11 @@ Result<Value> ApplyFilter(Evaluator& ev, const std::string& name, CallArgs& args
   auto it = Filters().find(real);
   if (it == Filters().end()) return InvalidArgument("unknown filter '" + name + "'");
   if (args.positional.empty()) args.positional.emplace_back();
+  if (ev.limits().none_filters_as_empty && args.positional[0].is_none()) {
+    static const std::set<std::string> kSequenceFilters = {"select", "reject", "selectattr", "rejectattr",
+                                                           "map",    "unique", "items"};
+    if (kSequenceFilters.count(real) > 0) return Value::Array(std::vector<Value>{});
+  }
   return it->second(ev, args);
 }
 

@@ -1,8 +1,12 @@
 // Serves the embedded web page (webui.h): GET / and /index.html (the page), GET /ui/<path> (its scripts and
-// styles). Gzipped bytes go to clients that accept gzip, the plain ones to others; an ETag answers repeat
-// visits with 304. The page may talk only to this server (Content-Security-Policy: connect-src 'self').
+// styles), and at the root as llama-server's page has them: /sw.js (a service worker's scope is its folder),
+// /manifest.webmanifest and /_app/version.json (the build's version, for a page to notice a new one).
+// Gzipped bytes go to clients that accept gzip, the plain ones to others; an ETag answers repeat visits with
+// 304. The page may talk only to this server (Content-Security-Policy: connect-src 'self').
 #include "server/admin/webui.h"
 
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 
 #include "server/http/errors.h"
@@ -12,6 +16,30 @@ namespace lazyslot::server {
 namespace {
 
 constexpr char kPagePrefix[] = "/ui/";
+// Files of webui/ served at the root too (their asset path is their URL path).
+constexpr const char* kRootFiles[] = {"/sw.js", "/manifest.webmanifest"};
+constexpr char kVersionPath[] = "/_app/version.json";
+
+bool IsRootFile(const std::string& url_path) {
+  for (const char* f : kRootFiles) {
+    if (url_path == f) return true;
+  }
+  return false;
+}
+
+// {"version": "<16 hex digits>"}: a hash of every embedded file's ETag, so it changes with any of them.
+const std::string& VersionJson() {
+  static const std::string json = [] {
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+    for (const WebAsset& a : WebAssets()) {
+      for (const char* c = a.etag; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 0x100000001b3ull;
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "{\"version\":\"%016llx\"}", static_cast<unsigned long long>(h));
+    return std::string(buf);
+  }();
+  return json;
+}
 
 // Scripts only from this server, no inline script, no plugins, no framing; styles may be inline (the chart
 // colours its series with style attributes); images may be data: URLs (the page's empty favicon).
@@ -58,6 +86,8 @@ const WebAsset* FindWebAsset(const std::string& url_path) {
   std::string path;
   if (url_path == "/" || url_path == "/index.html") {
     path = "/index.html";
+  } else if (IsRootFile(url_path)) {
+    path = url_path;
   } else if (url_path.rfind(kPagePrefix, 0) == 0) {
     path = url_path.substr(sizeof(kPagePrefix) - 2);  // keeps the slash: "/ui/js/app.js" -> "/js/app.js"
   } else {
@@ -70,7 +100,8 @@ const WebAsset* FindWebAsset(const std::string& url_path) {
 }
 
 bool IsWebUiPath(const std::string& url_path) {
-  return url_path == "/" || url_path == "/index.html" || url_path.rfind(kPagePrefix, 0) == 0;
+  return url_path == "/" || url_path == "/index.html" || url_path.rfind(kPagePrefix, 0) == 0 ||
+         IsRootFile(url_path) || url_path == kVersionPath;
 }
 
 void RegisterWebUiRoutes(ServerState& st) {
@@ -83,6 +114,11 @@ void RegisterWebUiRoutes(ServerState& st) {
   st.http.Get("/", handler);
   st.http.Get("/index.html", handler);
   st.http.Get(R"(/ui/.+)", handler);
+  for (const char* f : kRootFiles) st.http.Get(f, handler);
+  st.http.Get(kVersionPath, [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_content(VersionJson(), "application/json; charset=utf-8");
+  });
 }
 
 }  // namespace lazyslot::server

@@ -57,7 +57,10 @@ Result<std::string> BlockType(const Json& block, const std::string& path) {
 
 Status Unsupported(const std::string& path, const std::string& type, const std::string& allowed) {
   if (type == "image" || type == "document") {
-    return FieldError(path + ".type", "'" + type + "' is not supported (this server reads text only)");
+    // A client error (400), where llama-server's text-only model answers 500 with "image input is not
+    // supported"; that phrase is kept for clients that look for it.
+    return FieldError(path + ".type", "'" + type + "' is not supported (this server reads text only: " +
+                                          type + " input is not supported)");
   }
   return FieldError(path + ".type", "'" + type + "' is not supported here (expected " + allowed + ")");
 }

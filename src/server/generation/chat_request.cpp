@@ -122,8 +122,10 @@ Result<std::string> RenderText(const ServerState& st, const ModelContext& m, con
       return InvalidArgument(
           "continue_final_message: the last message has tool_calls; only text can be continued");
     }
-    if (last.contains("content") && last.at("content").is_string())
-      prefill = last.at("content").get<std::string>();
+    // llama-server appends the continued message's text parts joined by a blank line (the template's history
+    // joins them with "\n"); `messages` is the request's own list, which `wire` follows one to one.
+    const Json& sent = body.at("messages").back();
+    prefill = ContinuationText(sent.is_object() && sent.contains("content") ? sent.at("content") : Json());
     wire.erase(wire.size() - 1);
     if (wire.empty())
       return InvalidArgument("messages: nothing comes before the assistant message to continue");

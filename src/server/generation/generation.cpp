@@ -38,7 +38,7 @@ Wait NextEvent(Generation& g, size_t* index, Event* ev) {
           g.CancelAll();
           return Wait::kShutdown;
         }
-        if (!PeerClosed(g.fd)) return Wait::kEvent;
+        if (!PeerClosed(g.fd) && !(g.session && g.session->cancelled())) return Wait::kEvent;
         g.CancelAll();
         return Wait::kGone;
       }
@@ -48,7 +48,7 @@ Wait NextEvent(Generation& g, size_t* index, Event* ev) {
       g.CancelAll();
       return Wait::kShutdown;
     }
-    if (PeerClosed(g.fd)) {
+    if (PeerClosed(g.fd) || (g.session && g.session->cancelled())) {  // DELETE /v1/stream stops it too
       g.st->streams_disconnected.fetch_add(1);
       g.CancelAll();
       return Wait::kGone;
@@ -69,6 +69,12 @@ Wait NextEvent(Generation& g, size_t* index, Event* ev) {
 void RecordToken(const Generation& g, Choice& c, const Event& ev) {
   if (ev.slot >= 0) c.slot = ev.slot;
   if (c.tokens.empty() && ev.token >= 0) c.t_first = Clock::now();
+  if (ev.token >= 0 && ev.n_prompt > 0) {
+    c.n_prompt = ev.n_prompt;
+    c.n_cached = ev.n_cached;
+    c.prompt_ms = ev.prompt_ms;
+    c.generation_ms = ev.generation_ms;
+  }
   c.text += ev.text;
   if (ev.token < 0) return;
   c.tokens.push_back(ev.token);
@@ -85,6 +91,9 @@ Status SubmitChoices(Generation& g, std::vector<std::vector<TokenId>> prompts, c
       gr.prompt = j + 1 < n ? prompts[i] : std::move(prompts[i]);
       gr.sampling.seed = base.sampling.seed + static_cast<uint64_t>(j);
       gr.share_prompt_of = first;
+      // id_slot places the prompt's first choice (as llama-server places its parent task); the others take
+      // any slot, copying the prompt from it.
+      if (j > 0) gr.id_slot = -1;
       Result<std::shared_ptr<RequestStream>> stream = g.model->engine->Submit(std::move(gr));
       if (!stream.ok()) {
         g.CancelAll();
@@ -132,6 +141,23 @@ nlohmann::json Timings(const Event& done) {
           {"predicted_ms", done.generation_ms},
           {"predicted_per_token_ms", done.n_generated > 0 ? done.generation_ms / done.n_generated : 0.0},
           {"predicted_per_second", gen_s > 0 ? done.n_generated / gen_s : 0.0}};
+}
+
+nlohmann::json TimingsSoFar(const Choice& c) {
+  Event partial;  // the prompt is done, generation is under way
+  partial.n_prompt = c.n_prompt;
+  partial.n_cached = c.n_cached;
+  partial.n_generated = static_cast<int32_t>(c.tokens.size());
+  partial.prompt_ms = c.prompt_ms;
+  partial.generation_ms = c.generation_ms;
+  return Timings(partial);
+}
+
+nlohmann::json ProgressJson(const Event& p) {
+  return {{"total", p.n_prompt},
+          {"cache", p.n_cached},
+          {"processed", p.n_prompt_processed},
+          {"time_ms", p.prompt_ms}};
 }
 
 ChatOutcome MakeOutcome(const Generation& g, const Choice& c) {

@@ -31,7 +31,8 @@ struct Choice {
   std::vector<TokenId> tokens;                    // generated tokens (llama-server's `tokens`)
   std::vector<TokenRecord> probs;                 // per token, with logprobs requested
   int slot = -1;                                  // the engine slot running it (from its events)
-  int32_t n_prompt = 0, n_cached = 0;             // from its events (progress, done)
+  int32_t n_prompt = 0, n_cached = 0;             // from its events (progress, token, done)
+  double prompt_ms = 0, generation_ms = 0;        // from its latest token event
   std::chrono::steady_clock::time_point t_first;  // its first token's arrival
   bool done = false;
   Event final;                       // the kDone event
@@ -64,6 +65,9 @@ struct Generation {
   std::chrono::steady_clock::time_point t_start = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_check = std::chrono::steady_clock::now();
   bool cancelled = false;
+  // A streamed answer whose request sent X-Conversation-Id: every byte also goes here, and the generation
+  // goes on if the client leaves (fd is then -1), until it is done or the session is stopped.
+  std::shared_ptr<StreamSession> session;
 
   void CancelAll();
   size_t n_left() const;
@@ -85,8 +89,9 @@ void RecordToken(const Generation& g, Choice& c, const Event& ev);
 ChatOutcome MakeOutcome(const Generation& g, const Choice& c);
 
 // Submits `n` choices of every prompt (prompt-major: choice index = prompt * n + j). Choices after the
-// first of a prompt copy its prompt KV (GenerationRequest::share_prompt_of) and draw with seed + j. On an
-// error nothing stays submitted; with several prompts the message names the prompt.
+// first of a prompt copy its prompt KV (GenerationRequest::share_prompt_of) and draw with seed + j; only the
+// first goes to base.id_slot. More choices than slots wait in the queue and reuse the prompt's KV kept in
+// the slot they get. On an error nothing stays submitted; with several prompts the message names the prompt.
 Status SubmitChoices(Generation& g, std::vector<std::vector<TokenId>> prompts, const GenerationRequest& base,
                      int n);
 
@@ -97,6 +102,13 @@ nlohmann::json Usage(const Generation& g, int n_per_prompt);
 // llama-server's timings object; prompt_n counts the prompt tokens computed by this request (cache_n the
 // reused ones).
 nlohmann::json Timings(const Event& done);
+
+// Choice c's timings so far (its latest token event), for llama-server's timings_per_token: the prompt and
+// the tokens generated until now.
+nlohmann::json TimingsSoFar(const Choice& c);
+
+// llama-server's prompt_progress object of a kProgress event: {total, cache, processed, time_ms}.
+nlohmann::json ProgressJson(const Event& progress);
 
 // One server-sent event: "data: {json}\n\n".
 std::string Sse(const nlohmann::json& j);

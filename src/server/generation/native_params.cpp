@@ -52,12 +52,8 @@ Result<std::vector<std::vector<TokenId>>> ParsePrompts(const Json& body, const T
 
 const std::vector<std::string>& NativeFieldNames() {
   static const std::vector<std::string> kFields = {"prompt",
-                                                   "id_slot",
                                                    "return_tokens",
-                                                   "timings_per_token",
-                                                   "return_progress",
                                                    "response_fields",
-                                                   "n_keep",
                                                    "n_indent",
                                                    "n_cmpl",
                                                    "n_cache_reuse",
@@ -118,13 +114,7 @@ Result<NativeOptions> ParseNativeOptions(const Json& body, const Tokenizer& tok,
       if (Present(body, f)) return InvalidArgument(std::string(f) + ": only POST /infill reads it");
     }
   }
-  if (Present(body, "id_slot")) {
-    LS_ASSIGN_OR_RETURN(int64_t id, GetInteger(body, "id_slot", -1, 255));
-    o.id_slot = static_cast<int>(id);
-  }
   LS_ASSIGN_OR_RETURN(o.return_tokens, GetBool(body, "return_tokens", false));
-  LS_ASSIGN_OR_RETURN(o.timings_per_token, GetBool(body, "timings_per_token", false));
-  LS_ASSIGN_OR_RETURN(o.return_progress, GetBool(body, "return_progress", false));
   if (Present(body, "response_fields")) {
     const Json& f = body.at("response_fields");
     if (!f.is_array())
@@ -136,11 +126,6 @@ Result<NativeOptions> ParseNativeOptions(const Json& body, const Tokenizer& tok,
       }
       o.response_fields.push_back(f[i].get<std::string>());
     }
-  }
-  if (Present(body, "n_keep")) {
-    // Used only by --context-shift, which this server does not do (as llama-server with it off).
-    LS_ASSIGN_OR_RETURN(int64_t k, GetInteger(body, "n_keep", -1, std::numeric_limits<int32_t>::max()));
-    (void)k;
   }
   LS_RETURN_IF_ERROR(RefuseUnlessDefault(body, "n_indent", 0, "indentation limits are not supported"));
   LS_RETURN_IF_ERROR(
@@ -167,7 +152,8 @@ nlohmann::ordered_json GenerationSettingsJson(const GenerationParams& params, co
   j["n_predict"] = params.n_predict;
   j["seed"] = params.sampling.seed;
   j["stop"] = params.stop;
-  j["n_keep"] = 0;
+  j["n_keep"] = params.n_keep;
+  j["n_discard"] = params.n_discard;
   j["ignore_eos"] = params.ignore_eos;
   if (params.ignore_eos) {
     // As llama-server reports it: every end-of-generation token biased to -inf (null in JSON), which is what

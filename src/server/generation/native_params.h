@@ -1,7 +1,8 @@
 // llama-server's own request fields for POST /completion (and /infill): prompts as strings, token lists,
-// mixed lists and {"prompt_string"} objects; id_slot, return_tokens, response_fields, timings_per_token,
-// return_progress; and the fields this server knows but cannot honour, refused with a 400 unless they hold
-// their default (n_indent, n_cache_reuse, dynatemp_range, min_keep, t_max_predict_ms, lora, ...).
+// mixed lists and {"prompt_string"} objects; return_tokens, response_fields; and the fields this server knows
+// but cannot honour, refused with a 400 unless they hold their default (n_indent, n_cache_reuse,
+// dynatemp_range, min_keep, t_max_predict_ms, lora, ...). id_slot, timings_per_token and return_progress are
+// read on every text route (GenerationParams).
 #pragma once
 
 #include <string>
@@ -14,10 +15,7 @@ namespace lazyslot::server {
 
 struct NativeOptions {
   std::vector<std::vector<TokenId>> prompts;
-  int id_slot = -1;
   bool return_tokens = false;
-  bool timings_per_token = false;
-  bool return_progress = false;
   std::vector<std::string> response_fields;
 };
 

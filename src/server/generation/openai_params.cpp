@@ -219,6 +219,21 @@ Result<GenerationParams> ParseGenerationParams(const Json& body, const SamplingP
     }
     p.n = static_cast<int>(n);
   }
+  LS_ASSIGN_OR_RETURN(p.timings_per_token, GetBool(body, "timings_per_token", false));
+  LS_ASSIGN_OR_RETURN(p.return_progress, GetBool(body, "return_progress", false));
+  LS_ASSIGN_OR_RETURN(p.backend_sampling, GetBool(body, "backend_sampling", false));
+  if (Present(body, "id_slot")) {
+    LS_ASSIGN_OR_RETURN(int64_t id, IntegerValue(body.at("id_slot"), "id_slot", -1, 255));
+    p.id_slot = static_cast<int>(id);
+  }
+  if (Present(body, "n_keep")) {
+    LS_ASSIGN_OR_RETURN(int64_t k, IntegerValue(body.at("n_keep"), "n_keep", -1, INT32_MAX));
+    p.n_keep = static_cast<int32_t>(k);
+  }
+  if (Present(body, "n_discard")) {
+    LS_ASSIGN_OR_RETURN(int64_t k, IntegerValue(body.at("n_discard"), "n_discard", 0, INT32_MAX));
+    p.n_discard = static_cast<int32_t>(k);
+  }
   LS_RETURN_IF_ERROR(ParseSamplingFields(body, &s));
   return p;
 }
@@ -272,6 +287,12 @@ const std::vector<std::string>& GenerationFields() {
                                                    "n_probs",
                                                    "post_sampling_probs",
                                                    "verbose",
+                                                   "timings_per_token",
+                                                   "return_progress",
+                                                   "id_slot",
+                                                   "n_keep",
+                                                   "n_discard",
+                                                   "backend_sampling",
                                                    "model",
                                                    "user",
                                                    "metadata",
@@ -443,8 +464,8 @@ Result<std::vector<std::pair<int32_t, float>>> ParseLogitBias(const Json& value,
   std::vector<std::pair<int32_t, float>> out;
   if (value.is_null()) return out;
   const float kBan = -std::numeric_limits<float>::infinity();
-  // The tokens a key names: an id, else the one vocabulary token with that exact text (object form) or the
-  // tokens of the text (llama-server's array form).
+  // The tokens a key names: an id; else in the object form the one vocabulary token with that exact text if
+  // there is one; else the tokens of the text (as llama-server reads both forms).
   auto tokens_of = [&](const Json& key, const std::string& name,
                        bool tokenize) -> Result<std::vector<int32_t>> {
     if (key.is_number()) {
@@ -463,15 +484,17 @@ Result<std::vector<std::pair<int32_t, float>>> ParseLogitBias(const Json& value,
       return std::vector<int32_t>{static_cast<int32_t>(id)};
     }
     if (text.empty()) return FieldError(name, "an empty string names no token");
-    if (tokenize) {
-      LS_ASSIGN_OR_RETURN(std::vector<TokenId> ids, tok.Tokenize(text, false, false));
-      return std::vector<int32_t>(ids.begin(), ids.end());
+    if (!tokenize) {
+      for (TokenId id = 0; id < tok.n_vocab(); ++id) {
+        if (tok.TokenText(id) == text || tok.TokenToPiece(id, true) == text) return std::vector<int32_t>{id};
+      }
     }
-    for (TokenId id = 0; id < tok.n_vocab(); ++id) {
-      if (tok.TokenText(id) == text || tok.TokenToPiece(id, true) == text) return std::vector<int32_t>{id};
+    LS_ASSIGN_OR_RETURN(std::vector<TokenId> ids, tok.Tokenize(text, false, false));
+    if (ids.empty()) {
+      return FieldError(name, "'" + (text.size() > 64 ? text.substr(0, 64) + "..." : text) +
+                                  "' tokenizes to no token (give a token id)");
     }
-    return FieldError(name, "'" + (text.size() > 64 ? text.substr(0, 64) + "..." : text) +
-                                "' is not a token of this model's vocabulary (give a token id)");
+    return std::vector<int32_t>(ids.begin(), ids.end());
   };
   auto add = [&](const std::vector<int32_t>& ids, float bias) {
     for (int32_t id : ids) out.emplace_back(id, bias);

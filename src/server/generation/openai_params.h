@@ -52,6 +52,20 @@ struct GenerationParams {
   // llama-server's `verbose`: the OpenAI answers carry `__verbose`, the native answer of the same generation
   // (its rendered prompt included). Default: on under --verbose, as llama-server.
   bool verbose = false;
+  // llama-server's telemetry and placement, read on every text route (the OpenAI ones too, as llama-server):
+  // `timings_per_token` puts the timings so far on every streamed token chunk; `return_progress` sends the
+  // prompt's progress (at admission, then after each batch) while a stream waits for its first token;
+  // `id_slot` >= 0 runs the request (its first choice) in that slot.
+  bool timings_per_token = false;
+  bool return_progress = false;
+  int id_slot = -1;
+  // llama-server's n_keep and n_discard: what a --context-shift keeps and drops (GenerationRequest).
+  int32_t n_keep = 0;
+  int32_t n_discard = 0;
+  // llama-server's `backend_sampling` (and -bs/--backend-sampling): it samples on the accelerator there. This
+  // server has one sampler, so it selects nothing different: the answer, post-sampling probabilities
+  // included, is the same either way.
+  bool backend_sampling = false;
 };
 
 // Reads the generation fields shared by /v1/chat/completions, /v1/completions and /completion, over the
@@ -83,9 +97,10 @@ Result<std::vector<TokenId>> TokenizePrompt(const Tokenizer& tok, PromptInput in
 Result<std::vector<TokenId>> ParseTokenList(const Json& value, const std::string& field);
 
 // `logit_bias` in OpenAI's form, {"token id": bias} with biases in [-100, 100] (a key may also be the exact
-// text of one vocabulary token), or llama-server's [[token id or text, bias or false], ...], where a text gets
-// the bias on each of its tokens and false bans. Errors name the entry: an id outside the vocabulary, an
-// unknown token text, a bias that is not a number.
+// text of one vocabulary token, or as llama-server takes it any text, whose tokens each get the bias), or
+// llama-server's [[token id or text, bias or false], ...], where a text gets the bias on each of its tokens
+// and false bans. Errors name the entry: an id outside the vocabulary, a text of no tokens, a bias that is
+// not a number.
 Result<std::vector<std::pair<int32_t, float>>> ParseLogitBias(const Json& value, const Tokenizer& tok,
                                                               int32_t n_vocab);
 

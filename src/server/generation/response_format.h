@@ -51,7 +51,6 @@ enum class TextApi { kChat, kCompletion, kLlama };
 // Options of llama-server's native answer (/completion, /infill).
 struct LlamaFormatOptions {
   bool return_tokens = false;
-  bool timings_per_token = false;
   std::vector<std::string> response_fields;  // non-empty: only these (paths like "generation_settings/seed")
   std::string prompt_text;
 };
@@ -75,8 +74,6 @@ struct TextRun {
   std::vector<std::vector<TokenId>> prompts;
   OutputConstraint constraint;
   bool trigger_at_start = false;
-  int id_slot = -1;
-  bool return_progress = false;
   std::shared_ptr<ResponseFormat> format;
 };
 
@@ -85,11 +82,12 @@ struct TextRun {
 Status ReadTextFields(const ServerState& st, const ModelContext& m, const Json& body, TextApi api,
                       TextRun* run);
 
-// llama-server's native answer for `run` (its prompts already set): id_slot, return_progress and the
-// native format with return_tokens, timings_per_token, response_fields and the prompt text.
+// llama-server's native answer for `run` (its prompts already set): the native format with return_tokens,
+// response_fields and the prompt text.
 void AnswerNatively(const ModelContext& m, const NativeOptions& native, TextRun* run);
 
-// Checks what needs the engine (n against --parallel, prompts against the context), applies the server's
+// Checks what needs the engine (prompts x n against the slots and queue, prompts against the context),
+// applies the server's
 // defaults (random seed, -n, --max-tokens-cap, repeat_last_n -1), submits and serves the answer. The request
 // keeps `model` (its lease) until the answer is written.
 void RunTextGeneration(ServerState& st, ModelRef model, TextRun run, const httplib::Request& req,
@@ -101,8 +99,8 @@ void RunChatBody(ServerState& st, ModelRef model, const Json& chat_body, std::st
                  std::shared_ptr<ResponseFormat> format, const Deadline& deadline, const httplib::Request& req,
                  httplib::Response& res);
 
-// InvalidArgument when n_prompts x n choices exceed what the slots and the queue can ever take (the
-// request's fault, 400, not overload).
+// InvalidArgument when n_prompts x n choices exceed what the queue can ever hold at once (--max-queue: they
+// are all queued before any is admitted; the request's fault, 400, not overload).
 Status CheckPromptCount(const ModelContext& m, size_t n_prompts, int n);
 
 }  // namespace lazyslot::server

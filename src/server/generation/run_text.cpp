@@ -98,22 +98,21 @@ bool CheckPrompts(const ModelContext& m, const std::vector<std::vector<TokenId>>
 }  // namespace
 
 Status CheckPromptCount(const ModelContext& m, size_t n_prompts, int n) {
-  const EngineConfig& cfg = m.engine->config();
-  const size_t capacity = static_cast<size_t>(std::max(1, cfg.n_parallel + cfg.max_queue));
+  // A request's generations are queued together, before the scheduler admits any of them.
+  const size_t capacity = static_cast<size_t>(std::max(1, m.engine->config().max_queue));
   if (n_prompts * n <= capacity) return Status::Ok();
-  const std::string what = n == 1 ? std::to_string(n_prompts) + " prompts"
-                                  : std::to_string(n_prompts) + " prompts x " + std::to_string(n) +
-                                        " choices = " + std::to_string(n_prompts * n) + " generations";
-  return InvalidArgument("prompt: " + what + " in one request, but this server takes at most " +
-                         std::to_string(capacity) + " at once (--parallel + --max-queue)");
+  const std::string what = n == 1           ? "prompt: " + std::to_string(n_prompts) + " prompts"
+                           : n_prompts == 1 ? "n: " + std::to_string(n) + " choices"
+                                            : "prompt: " + std::to_string(n_prompts) + " prompts x " +
+                                                  std::to_string(n) + " choices = " +
+                                                  std::to_string(n_prompts * n) + " generations";
+  return InvalidArgument(what + " in one request, but this server queues at most " +
+                         std::to_string(capacity) + " at once (--max-queue)");
 }
 
 void AnswerNatively(const ModelContext& m, const NativeOptions& native, TextRun* run) {
-  run->id_slot = native.id_slot;
-  run->return_progress = native.return_progress;
   LlamaFormatOptions fo;
   fo.return_tokens = native.return_tokens;
-  fo.timings_per_token = native.timings_per_token;
   fo.response_fields = native.response_fields;
   if (run->prompts.size() == 1) {
     fo.prompt_text = m.engine->tokenizer().Detokenize(run->prompts[0], false, true);
@@ -139,12 +138,8 @@ void RunTextGeneration(ServerState& st, ModelRef model, TextRun run, const httpl
                        httplib::Response& res) {
   ModelContext& m = *model;
   GenerationParams& params = run.params;
-  if (params.n > m.engine->config().n_parallel) {
-    return run.format->SetError(
-        res, InvalidArgument("n: " + std::to_string(params.n) + " choices, but this server runs at most " +
-                             std::to_string(m.engine->config().n_parallel) +
-                             " at once (--parallel); ask for fewer"));
-  }
+  // More choices than slots run as slots free up: each later one reuses the prompt's KV that an earlier
+  // choice left in its slot (or maps it from a choice still running), so the prompt is still read once.
   if (!CheckPrompts(m, run.prompts, params.n, *run.format, res)) return;
   if (run.logprobs.post_sampling && !run.constraint.gbnf.empty()) {
     return run.format->SetError(
@@ -194,10 +189,16 @@ void RunTextGeneration(ServerState& st, ModelRef model, TextRun run, const httpl
   base.grammar_trigger_at_start = run.trigger_at_start;
   base.n_probs = run.logprobs.enabled ? run.logprobs.n_top : -1;
   base.post_sampling_probs = run.logprobs.post_sampling;
-  base.id_slot = run.id_slot;
-  base.return_progress = run.return_progress && params.stream;
+  base.id_slot = params.id_slot;
+  base.n_keep = params.n_keep;
+  base.n_discard = params.n_discard;
+  base.return_progress = params.return_progress && params.stream;
   Status submitted = SubmitChoices(*g, std::move(run.prompts), base, params.n);
   if (!submitted.ok()) return run.format->SetError(res, submitted);
+  if (const std::string conv = req.get_header_value("X-Conversation-Id"); params.stream && !conv.empty()) {
+    g->session = st.stream_sessions.Create(conv);  // resumable: GET /v1/stream?conv_id=
+    g->fd = -1;  // a client that leaves no longer cancels it
+  }
   ServeGeneration(g, std::move(run.format), res);
 }
 

@@ -171,6 +171,16 @@ Status ParseSamplingFields(const Json& body, SamplingParams* s) {
   LS_RETURN_IF_ERROR(ReadFloat(body, "mirostat_tau", 0.0, kInf, &s->mirostat_tau));
   LS_RETURN_IF_ERROR(ReadFloat(body, "mirostat_eta", 0.0, kInf, &s->mirostat_eta));
   LS_RETURN_IF_ERROR(ReadSamplers(body, &s->samplers));
+  // llama-server's adaptive-p sampler is not implemented: adaptive_target is accepted while it leaves the
+  // sampler off (negative, its default), and adaptive_decay (which only tunes it) within its range.
+  float target = -1.0f, decay = 0.9f;
+  LS_RETURN_IF_ERROR(ReadFloat(body, "adaptive_target", -kInf, 1.0, &target));
+  if (target >= 0.0f) {
+    return FieldError("adaptive_target",
+                      "the adaptive-p sampler is not supported (a negative value, the default, leaves it "
+                      "off)");
+  }
+  LS_RETURN_IF_ERROR(ReadFloat(body, "adaptive_decay", 0.0, 0.99, &decay));
   return Status::Ok();
 }
 
@@ -187,6 +197,8 @@ const std::vector<std::string>& SamplingFieldNames() {
                                                   "mirostat",
                                                   "mirostat_tau",
                                                   "mirostat_eta",
+                                                  "adaptive_target",
+                                                  "adaptive_decay",
                                                   "samplers"};
   return kNames;
 }
@@ -219,6 +231,8 @@ nlohmann::ordered_json SamplingParamsJson(const SamplingParams& s) {
           {"mirostat", s.mirostat},
           {"mirostat_tau", s.mirostat_tau},
           {"mirostat_eta", s.mirostat_eta},
+          {"adaptive_target", -1.0f},  // llama-server's adaptive-p sampler: off (not implemented here)
+          {"adaptive_decay", 0.9f},
           {"logit_bias", std::move(bias)},
           {"samplers", std::move(samplers)}};
 }

@@ -31,7 +31,8 @@ const std::vector<std::string>& SamplingFieldNames();
 // seed, temperature, dynatemp_range (0), dynatemp_exponent (1), top_k, top_p, min_p, top_n_sigma,
 // xtc_probability, xtc_threshold, typical_p, repeat_last_n, repeat_penalty, presence_penalty,
 // frequency_penalty, dry_multiplier, dry_base, dry_allowed_length, dry_penalty_last_n, dry_sequence_breakers,
-// mirostat, mirostat_tau, mirostat_eta, logit_bias ([{"bias", "token"}]) and samplers (names), in
+// mirostat, mirostat_tau, mirostat_eta, adaptive_target (-1) and adaptive_decay (0.9) (llama-server's
+// adaptive-p sampler, off: not implemented), logit_bias ([{"bias", "token"}]) and samplers (names), in
 // llama-server's key order; the caller adds n_predict, stop and the other non-sampling settings.
 nlohmann::ordered_json SamplingParamsJson(const SamplingParams& s);
 

@@ -33,10 +33,22 @@ void StreamResponse(std::shared_ptr<Generation> g, std::shared_ptr<ResponseForma
     for (Choice& c : g->choices) c.chat = std::make_unique<ChatStream>(g->chat_options);
   }
   auto provider = [g, f](size_t /*offset*/, httplib::DataSink& sink) -> bool {
+    // A resumable stream (X-Conversation-Id): every byte goes to its session too, which ends with this call.
+    struct EndSession {
+      StreamSession* s;
+      ~EndSession() {
+        if (s) s->Finish();
+      }
+    } end_session{g->session.get()};
+    bool client_gone = false;
     try {
       auto write = [&](const std::string& s) {
-        if (s.empty() || sink.write(s.data(), s.size())) return true;
-        g->st->streams_disconnected.fetch_add(1);
+        if (s.empty()) return true;
+        if (g->session) g->session->Append(s.data(), s.size());
+        if (!client_gone && sink.write(s.data(), s.size())) return true;
+        if (!client_gone) g->st->streams_disconnected.fetch_add(1);
+        client_gone = true;
+        if (g->session && !g->session->cancelled()) return true;  // the session keeps the rest
         g->CancelAll();
         return false;
       };
@@ -91,6 +103,10 @@ void StreamResponse(std::shared_ptr<Generation> g, std::shared_ptr<ResponseForma
   // The releaser runs when the response is destroyed; success=false (client gone, write error) cancels.
   res.set_chunked_content_provider("text/event-stream", provider, [g](bool success) {
     if (!success) g->CancelAll();
+    if (g->session && g->session->total_bytes() == 0) {
+      g->st->stream_sessions.Forget(g->session);  // never streamed (the client left before the headers)
+      g->session->Finish();
+    }
   });
 }
 

@@ -83,6 +83,9 @@ std::string UsageAndDone(const Generation& g, const char* object) {
     OJson j = ChunkBase(g, object);
     j["choices"] = OJson::array();
     j["usage"] = Usage(g, g.n_per_prompt);
+    // As llama-server: the timings ride on the stream's last chunk (a single choice's; each choice's own
+    // are on its finishing chunk too).
+    if (g.choices.size() == 1) j["timings"] = Timings(g.choices[0].final);
     out += Sse(j);
   }
   return out + "data: [DONE]\n\n";
@@ -134,6 +137,8 @@ OJson NativeResult(const Generation& g, size_t i, const ChatOutcome& o, const Ll
   settings["seed"] = g.params.sampling.seed + (i % std::max(1, g.n_per_prompt));
   settings["n_probs"] = g.logprobs.enabled ? g.logprobs.n_top : 0;
   settings["post_sampling_probs"] = g.logprobs.post_sampling;
+  settings["timings_per_token"] = g.params.timings_per_token;
+  settings["backend_sampling"] = g.params.backend_sampling;
   OJson j = {{"index", i},
              {"content", streamed ? std::string() : o.content},
              {"tokens", std::move(toks)},
@@ -228,9 +233,18 @@ class OpenAiChatFormat : public ResponseFormat {
       // Log-probabilities ride on the next content or reasoning chunk (text held back by the tool-call
       // parser keeps its tokens' records until then).
       const bool text = d.kind == ChatDelta::kContent || d.kind == ChatDelta::kReasoning;
-      out += Chunk(g, i, std::move(delta), text ? &pending_[i] : nullptr, nullptr);
+      out +=
+          Chunk(g, i, std::move(delta), text ? &pending_[i] : nullptr, nullptr, g.params.timings_per_token);
     }
     return out;
+  }
+
+  std::string StreamProgress(const Generation& g, size_t i, const Event& p) override {
+    OJson j = ChunkBase(g, "chat.completion.chunk");
+    j["choices"] = OJson::array(
+        {{{"index", i}, {"delta", OJson::object()}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+    j["prompt_progress"] = ProgressJson(p);
+    return Sse(j);
   }
 
   std::string StreamChoiceEnd(const Generation& g, size_t i, const ChatOutcome& o) override {
@@ -261,9 +275,10 @@ class OpenAiChatFormat : public ResponseFormat {
   }
 
  private:
-  // One chunk for choice i; `probs` (taken and cleared) become its logprobs; `end` makes it the last.
+  // One chunk for choice i; `probs` (taken and cleared) become its logprobs; `end` makes it the last;
+  // `timings`: the choice's timings so far (timings_per_token).
   std::string Chunk(const Generation& g, size_t i, OJson delta, std::vector<TokenRecord>* probs,
-                    const ChatOutcome* end) {
+                    const ChatOutcome* end, bool timings = false) {
     OJson j = ChunkBase(g, "chat.completion.chunk");
     OJson lp;
     if (g.logprobs.enabled && probs && !probs->empty()) {
@@ -274,7 +289,11 @@ class OpenAiChatFormat : public ResponseFormat {
                                   {"delta", std::move(delta)},
                                   {"logprobs", std::move(lp)},
                                   {"finish_reason", end ? OJson(end->finish_reason) : OJson()}}});
-    if (end) j["timings"] = Timings(g.choices[i].final);
+    if (end) {
+      j["timings"] = Timings(g.choices[i].final);
+    } else if (timings) {
+      j["timings"] = TimingsSoFar(g.choices[i]);
+    }
     return Sse(j);
   }
 
@@ -297,6 +316,14 @@ class OpenAiCompletionFormat : public ResponseFormat {
     if (g.logprobs.enabled && token) lp = CompletionLogprobs(g, {*token}, offsets_[i]);
     offsets_[i] += text.size();
     return Chunk(g, i, text, std::move(lp), nullptr);
+  }
+
+  std::string StreamProgress(const Generation& g, size_t i, const Event& p) override {
+    OJson j = ChunkBase(g, "text_completion");
+    j["choices"] =
+        OJson::array({{{"text", ""}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+    j["prompt_progress"] = ProgressJson(p);
+    return Sse(j);
   }
 
   std::string StreamChoiceEnd(const Generation& g, size_t i, const ChatOutcome& o) override {
@@ -328,7 +355,11 @@ class OpenAiCompletionFormat : public ResponseFormat {
                                   {"index", i},
                                   {"logprobs", std::move(lp)},
                                   {"finish_reason", end ? OJson(end->finish_reason) : OJson()}}});
-    if (end) j["timings"] = Timings(g.choices[i].final);
+    if (end) {
+      j["timings"] = Timings(g.choices[i].final);
+    } else if (g.params.timings_per_token) {
+      j["timings"] = TimingsSoFar(g.choices[i]);
+    }
     return Sse(j);
   }
 
@@ -351,38 +382,25 @@ class LlamaFormat : public ResponseFormat {
     const Choice& c = g.choices[i];
     const bool has_token = token != nullptr || (!c.tokens.empty() && n_sent_[i] < c.tokens.size());
     if (text.empty() && !has_token) return "";
-    OJson j = {{"index", i}, {"content", text}};
+    // The token ids since the last chunk (llama-server streams them whatever return_tokens says).
     OJson toks = OJson::array();
     for (size_t k = n_sent_[i]; k < c.tokens.size(); ++k) toks.push_back(c.tokens[k]);
     n_sent_[i] = c.tokens.size();
-    if (o_.return_tokens) j["tokens"] = std::move(toks);
-    j["stop"] = false;
-    j["id_slot"] = c.slot;
-    j["tokens_predicted"] = c.tokens.size();
+    OJson j = {{"index", i},
+               {"content", text},
+               {"tokens", std::move(toks)},
+               {"stop", false},
+               {"id_slot", c.slot},
+               {"tokens_predicted", c.tokens.size()},
+               {"tokens_evaluated", c.n_prompt}};
     if (g.logprobs.enabled && token) j["completion_probabilities"] = OJson::array({ProbEntry(g, *token)});
-    if (o_.timings_per_token) {
-      Event partial;  // timings so far: the prompt is done, generation is under way
-      partial.n_prompt = c.n_prompt;
-      partial.n_cached = c.n_cached;
-      partial.n_generated = static_cast<int32_t>(c.tokens.size());
-      partial.prompt_ms = std::chrono::duration<double, std::milli>(c.t_first - g.t_start).count();
-      partial.generation_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c.t_first).count();
-      j["timings"] = Timings(partial);
-    }
+    if (g.params.timings_per_token) j["timings"] = TimingsSoFar(c);
     return Sse(j);
   }
 
   std::string StreamProgress(const Generation& g, size_t i, const Event& p) override {
     (void)g;
-    OJson j = {{"index", i},
-               {"content", ""},
-               {"stop", false},
-               {"prompt_progress",
-                {{"total", p.n_prompt},
-                 {"cache", p.n_cached},
-                 {"processed", p.n_prompt_processed},
-                 {"time_ms", p.prompt_ms}}}};
+    OJson j = {{"index", i}, {"content", ""}, {"stop", false}, {"prompt_progress", ProgressJson(p)}};
     return Sse(j);
   }
 

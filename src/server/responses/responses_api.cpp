@@ -52,7 +52,9 @@ const std::vector<std::string>& CopiedFields() {
                                   "logit_bias",
                                   "ignore_eos",
                                   "cache_prompt",
-                                  "cache_salt"};
+                                  "cache_salt",
+                                  "timings_per_token",
+                                  "return_progress"};
     for (const std::string& name : SamplingFieldNames()) {
       if (std::find(f.begin(), f.end(), name) == f.end()) f.push_back(name);
     }

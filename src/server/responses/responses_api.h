@@ -57,13 +57,16 @@ class ResponsesStreamWriter {
 
   // response.created and response.in_progress (status "in_progress", empty output).
   std::string Start();
+  // llama-server's return_progress: another response.in_progress with `prompt_progress` beside `response`.
+  std::string Progress(const Json& prompt_progress);
   // Reasoning -> a reasoning item (response.reasoning_text.delta); content -> a message item with one
   // output_text part (response.output_text.delta); kToolCallStart -> a function_call item, whose arguments
-  // arrive as response.function_call_arguments.delta. Empty text adds nothing.
-  std::string Delta(const ChatDelta& delta);
+  // arrive as response.function_call_arguments.delta. Empty text adds nothing. `extra` (an object, e.g.
+  // llama-server's {"timings": ...}) goes into the delta event beside its fields.
+  std::string Delta(const ChatDelta& delta, const Json& extra = Json());
   // Closes the open item and sends response.completed, or response.incomplete when finish_reason is
-  // "length" (the open item then ends "incomplete").
-  std::string Finish(const ChatOutcome& outcome, int64_t completed_at = -1);
+  // "length" (the open item then ends "incomplete"); `extra` goes into that last event.
+  std::string Finish(const ChatOutcome& outcome, int64_t completed_at = -1, const Json& extra = Json());
   // A failure after Start: an `error` event {code, message, param: null}, then response.failed whose
   // response has status "failed", error {code, message} and the items so far.
   std::string Fail(const std::string& message, const std::string& code = "server_error");

@@ -54,6 +54,14 @@ Json UsageJson(const ChatOutcome& o) {
 
 bool Incomplete(const ChatOutcome& o) { return o.finish_reason == "length"; }
 
+// `payload` with the fields of `extra` (an object, or null for none) added.
+Json With(Json payload, const Json& extra) {
+  if (extra.is_object()) {
+    for (auto it = extra.begin(); it != extra.end(); ++it) payload[it.key()] = it.value();
+  }
+  return payload;
+}
+
 // The object around `output`; `status` decides incomplete_details and completed_at.
 Json Envelope(const std::string& id, const std::string& model, int64_t created, const std::string& status,
               int64_t completed_at, Json error, Json output, const Json& echo, Json usage) {
@@ -190,6 +198,12 @@ std::string ResponsesStreamWriter::Start() {
   return out;
 }
 
+std::string ResponsesStreamWriter::Progress(const Json& prompt_progress) {
+  if (finished_) return "";
+  return Event("response.in_progress", {{"response", ResponseJson("in_progress", -1, Json(), Json())},
+                                        {"prompt_progress", prompt_progress}});
+}
+
 std::string ResponsesStreamWriter::Open(Item item) {
   const size_t index = items_.size();
   const char* prefix = item.kind == ItemKind::kReasoning ? "rs"
@@ -249,7 +263,7 @@ std::string ResponsesStreamWriter::CloseOpen(const std::string& status) {
   return out;
 }
 
-std::string ResponsesStreamWriter::Delta(const ChatDelta& delta) {
+std::string ResponsesStreamWriter::Delta(const ChatDelta& delta, const Json& extra) {
   if (finished_) return "";
   std::string out;
   if (delta.kind == ChatDelta::kToolCallStart) {
@@ -271,8 +285,9 @@ std::string ResponsesStreamWriter::Delta(const ChatDelta& delta) {
     }
     Item& it = items_.back();
     it.text += delta.text;
-    return Event("response.function_call_arguments.delta",
-                 {{"item_id", it.id}, {"output_index", items_.size() - 1}, {"delta", delta.text}});
+    return Event(
+        "response.function_call_arguments.delta",
+        With({{"item_id", it.id}, {"output_index", items_.size() - 1}, {"delta", delta.text}}, extra));
   }
   const ItemKind kind = delta.kind == ChatDelta::kReasoning ? ItemKind::kReasoning : ItemKind::kMessage;
   if (!open_ || items_.back().kind != kind) {
@@ -287,11 +302,12 @@ std::string ResponsesStreamWriter::Delta(const ChatDelta& delta) {
       {"item_id", it.id}, {"output_index", items_.size() - 1}, {"content_index", 0}, {"delta", delta.text}};
   if (kind == ItemKind::kMessage) payload["logprobs"] = Json::array();
   out += Event(kind == ItemKind::kMessage ? "response.output_text.delta" : "response.reasoning_text.delta",
-               std::move(payload));
+               With(std::move(payload), extra));
   return out;
 }
 
-std::string ResponsesStreamWriter::Finish(const ChatOutcome& outcome, int64_t completed_at) {
+std::string ResponsesStreamWriter::Finish(const ChatOutcome& outcome, int64_t completed_at,
+                                          const Json& extra) {
   if (finished_) return "";
   const bool incomplete = Incomplete(outcome);
   const std::string item_status = incomplete ? "incomplete" : "completed";
@@ -307,7 +323,7 @@ std::string ResponsesStreamWriter::Finish(const ChatOutcome& outcome, int64_t co
   finished_ = true;
   const std::string status = incomplete ? "incomplete" : "completed";
   out += Event(incomplete ? "response.incomplete" : "response.completed",
-               {{"response", ResponseJson(status, completed_at, Json(), UsageJson(outcome))}});
+               With({{"response", ResponseJson(status, completed_at, Json(), UsageJson(outcome))}}, extra));
   return out;
 }
 

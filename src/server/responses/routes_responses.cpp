@@ -25,16 +25,22 @@ class ResponsesFormat : public ResponseFormat {
     (void)g;
     return writer_.Start();
   }
+  std::string StreamProgress(const Generation& g, size_t i, const Event& progress) override {
+    (void)g, (void)i;
+    return writer_.Progress(ProgressJson(progress));
+  }
   std::string StreamToken(const Generation& g, size_t i, const std::vector<ChatDelta>& deltas,
                           const TokenRecord* token) override {
-    (void)g, (void)i, (void)token;
+    (void)token;
+    // llama-server's timings_per_token: the timings so far on each delta event.
+    const Json extra = g.params.timings_per_token ? Json{{"timings", TimingsSoFar(g.choices[i])}} : Json();
     std::string out;
-    for (const ChatDelta& d : deltas) out += writer_.Delta(d);
+    for (const ChatDelta& d : deltas) out += writer_.Delta(d, extra);
     return out;
   }
   std::string StreamChoiceEnd(const Generation& g, size_t i, const ChatOutcome& o) override {
-    (void)g, (void)i;
-    return writer_.Finish(o, UnixNow());
+    // As llama-server: the final timings beside the completed response.
+    return writer_.Finish(o, UnixNow(), Json{{"timings", Timings(g.choices[i].final)}});
   }
   std::string StreamError(int http_status, const std::string& message) override {
     (void)http_status;
