@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <future>
 #include <thread>
 
@@ -173,8 +174,19 @@ TEST(ServerDrain, RequestsOnOpenConnectionsAreServedWithConnectionCloseAndIdleOn
   ASSERT_TRUE(WaitExit(*srv, 30s)) << srv->Log();
   EXPECT_EQ(srv->exit_status(), 0) << srv->Log();
   const std::string log = srv->Log();
-  EXPECT_NE(log.find("drain: every request finished"), std::string::npos) << log;
-  EXPECT_NE(log.find("1 idle connection(s) closed"), std::string::npos) << log;
+  const size_t line = log.find("drain: every request finished in ");
+  ASSERT_NE(line, std::string::npos) << log;
+  double seconds = -1;
+  int idle = -1;
+  ASSERT_EQ(std::sscanf(log.c_str() + line, "drain: every request finished in %lf s; %d idle", &seconds, &idle), 2)
+      << log.substr(line, 200);
+  // cpp-httplib closes a connection idle for 5 s by itself: only a drain shorter than that (the stream takes
+  // ~1 s in a Release build, over 20 s under ASan) still finds the unused connection open at its end.
+  if (seconds < 4.0) {
+    EXPECT_EQ(idle, 1) << log.substr(line, 200);
+  } else {
+    EXPECT_LE(idle, 1) << log.substr(line, 200);
+  }
 }
 
 TEST(ServerDrain, HealthPortSaysDrainingUntilTheProcessExitsZero) {
