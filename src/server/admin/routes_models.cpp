@@ -113,6 +113,27 @@ void ListModels(ServerState& st, const httplib::Request& req, httplib::Response&
   SendJson(res, out);
 }
 
+// The body {"model": id or alias} of POST /models, /models/load and /models/unload; nullopt once `res` holds
+// the 400 (not JSON, another field, no model).
+std::optional<std::string> ReadModelName(ServerState& st, const httplib::Request& req, httplib::Response& res) {
+  std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
+  if (!body) return std::nullopt;
+  if (Status known = CheckFieldNames(*body, {"model"}); !known.ok()) {
+    SetStatusError(res, known);
+    return std::nullopt;
+  }
+  Result<std::string> name = GetString(*body, "model", "");
+  if (!name.ok()) {
+    SetStatusError(res, name.status());
+    return std::nullopt;
+  }
+  if (name->empty()) {
+    SetError(res, 400, "model: is required", "model");
+    return std::nullopt;
+  }
+  return *name;
+}
+
 // POST /models/load and /models/unload: {"model": id or alias}. Load returns once the model is loaded
 // (llama-server answers at once and loads in the background; here a failed load is the answer's error).
 void LoadOrUnload(ServerState& st, bool load, const httplib::Request& req, httplib::Response& res) {
@@ -122,12 +143,8 @@ void LoadOrUnload(ServerState& st, bool load, const httplib::Request& req, httpl
         "this server serves one model (-m); start it with --models-dir, --models-preset or several -m "
         "to load and unload models");
   }
-  std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
-  if (!body) return;
-  if (Status known = CheckFieldNames(*body, {"model"}); !known.ok()) return SetStatusError(res, known);
-  Result<std::string> name = GetString(*body, "model", "");
-  if (!name.ok()) return SetStatusError(res, name.status());
-  if (name->empty()) return SetError(res, 400, "model: is required", "model");
+  const std::optional<std::string> name = ReadModelName(st, req, res);
+  if (!name) return;
   Status s = load ? st.router->Load(*name) : st.router->Unload(*name);
   if (!s.ok()) return SetStatusError(res, s);
   SendJson(res, {{"success", true}});
@@ -167,12 +184,8 @@ void AddModel(ServerState& st, const httplib::Request& req, httplib::Response& r
                     "downloading models is not supported, and this server serves one model (-m); start it "
                     "with --models-dir or --models-preset to serve several");
   }
-  std::optional<Json> body = ReadJsonBody(req, res, st.opts.max_body_size);
-  if (!body) return;
-  if (Status known = CheckFieldNames(*body, {"model"}); !known.ok()) return SetStatusError(res, known);
-  Result<std::string> name = GetString(*body, "model", "");
-  if (!name.ok()) return SetStatusError(res, name.status());
-  if (name->empty()) return SetError(res, 400, "model: is required", "model");
+  const std::optional<std::string> name = ReadModelName(st, req, res);
+  if (!name) return;
   if (st.router->Info(*name).ok()) {
     return SetError(res, 400, "model '" + *name + "' already exists (GET /models lists it)", "model");
   }
