@@ -146,7 +146,7 @@ std::string AllowedOrigin(const ServerOptions& o, const httplib::Request& req) {
 // Set by the pre-routing hook on a connection's thread when it refuses a request because the server is
 // stopping (its body is left unread, so the connection must close after the 503); read and cleared by the
 // logger hook.
-thread_local bool t_refused_for_drain = false;
+thread_local bool t_refused_while_stopping = false;
 
 // Routes that keep answering while the server stops: liveness, readiness and monitoring.
 bool AnswersWhileDraining(const std::string& path) {
@@ -233,7 +233,7 @@ void InstallHooks(ServerState& st) {
     if (st.stopping.load() && !AnswersWhileDraining(req.path)) {
       res.set_header("Connection", "close");
       SetError(res, 503, "the server is shutting down and takes no new requests; retry on another replica");
-      t_refused_for_drain = true;
+      t_refused_while_stopping = true;
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -288,13 +288,14 @@ void InstallHooks(ServerState& st) {
     LS_LOG_DEBUG("%s %s -> %d", req.method.c_str(), req.path.c_str(), res.status);
     // Runs after the response is written: only now may a rejected connection's reads be shut down
     // (httplib writes nothing to a socket whose read side reports end of file).
-    const bool refused_for_drain = t_refused_for_drain;
-    t_refused_for_drain = false;
-    if (RejectingThisConnection() || refused_for_drain) {
+    const bool refused_while_stopping = t_refused_while_stopping;
+    t_refused_while_stopping = false;
+    if (RejectingThisConnection() || refused_while_stopping) {
       CloseConnectionAfterResponse(req);
     } else if (st.draining.load() || st.stopping.load()) {
-      // A response in flight when the drain began (a stream's headers went out before it): its connection
-      // is closed now rather than left idle, where a balancer could send it the next request.
+      // Any answer during the drain (a stream whose headers went out before it, or a request that came on a
+      // connection opened before): its connection is closed now rather than left idle, where a balancer could
+      // send it the next request.
       CloseAfterResponseUnlessPipelined(req);
     }
   });
