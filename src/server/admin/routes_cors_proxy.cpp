@@ -7,7 +7,7 @@
 
 #include <condition_variable>
 #include <deque>
-#include <regex>
+#include <optional>
 #include <thread>
 
 #include "core/log.h"
@@ -46,23 +46,51 @@ bool PassedBack(const std::string& name) {
   return strncasecmp(name.c_str(), "access-control-", 15) != 0;
 }
 
+// scheme://authority[/path][?query] split by hand: std::regex matches recursively, one stack frame per
+// character, so a long URL (a 7 KB host name) overflowed the HTTP thread's stack.
+struct ProxyUrl {
+  std::string scheme, authority, path;  // scheme lower-case; path may be empty or start with '?'
+};
+
+bool IsUrlSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+
+std::optional<ProxyUrl> ParseProxyUrl(const std::string& url) {
+  ProxyUrl u;
+  size_t at = 0;
+  if (strncasecmp(url.c_str(), "https://", 8) == 0) {
+    u.scheme = "https", at = 8;
+  } else if (strncasecmp(url.c_str(), "http://", 7) == 0) {
+    u.scheme = "http", at = 7;
+  } else {
+    return std::nullopt;
+  }
+  const size_t end = url.find_first_of("/?#", at);
+  u.authority = url.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  if (u.authority.empty()) return std::nullopt;
+  for (char c : u.authority) {
+    if (c == '@' || IsUrlSpace(c)) return std::nullopt;
+  }
+  if (end != std::string::npos) u.path = url.substr(end);
+  for (char c : u.path) {
+    if (c == '#' || IsUrlSpace(c)) return std::nullopt;
+  }
+  return u;
+}
+
 void Proxy(ServerState& st, const httplib::Request& req, httplib::Response& res, const std::string& method) {
   if (!st.opts.ui_mcp_proxy) {
     return SetError(res, 403, "the CORS proxy is off (start the server with --ui-mcp-proxy)");
   }
   const std::string url = req.get_param_value("url");
-  // scheme://authority[/path][?query]; user:password@ in the authority is refused (as llama-server).
-  static const std::regex kUrl(R"(^(https?)://([^/?#@\s]+)([^#\s]*)$)", std::regex::icase);
-  std::smatch m;
+  // user:password@ in the authority is refused (as llama-server).
   if (url.empty()) return SetError(res, 400, "url: required (GET /cors-proxy?url=http://host/path)", "url");
   if (url.find('@') != std::string::npos && url.find('@') < url.find('/', url.find("//") + 2)) {
     return SetError(res, 400, "url: credentials in the target URL are not supported", "url");
   }
-  if (!std::regex_match(url, m, kUrl)) {
-    return SetError(res, 400, "url: '" + url + "' is not an http or https URL with a host", "url");
-  }
+  const std::optional<ProxyUrl> parsed = ParseProxyUrl(url);
+  if (!parsed) return SetError(res, 400, "url: '" + url + "' is not an http or https URL with a host", "url");
   // A DNS name has at most 253 characters: a longer host could only end in a lookup failure, a 502.
-  const std::string authority = m[2].str();
+  const std::string& authority = parsed->authority;
   const std::string host = authority[0] == '[' ? authority.substr(0, authority.find(']') + 1)
                                                : authority.substr(0, authority.find(':'));
   if (host.size() > 253) {
@@ -71,9 +99,8 @@ void Proxy(ServerState& st, const httplib::Request& req, httplib::Response& res,
                         " characters; a DNS name has at most 253",
                     "url");
   }
-  const std::string scheme = strcasecmp(m[1].str().c_str(), "https") == 0 ? "https" : "http";
-  const std::string origin = scheme + "://" + authority;
-  std::string path = m[3].str();
+  const std::string origin = parsed->scheme + "://" + authority;
+  std::string path = parsed->path;
   if (path.empty() || path[0] == '?') path = "/" + path;
 
   httplib::Headers headers;
