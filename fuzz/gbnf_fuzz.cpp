@@ -4,7 +4,8 @@
 // exception, an error that is not InvalidArgument "grammar: line L, column C: ..." pointing inside the text,
 // or a matcher that contradicts itself: Accept of a whole chunk must equal Accept of its bytes one by one, a
 // refused chunk leaves the state unchanged, copies behave like the original, FillMask agrees with Allows and
-// with Accept on a small vocabulary, and CanEnd / MustEnd / MinBytesToEnd agree with each other.
+// with Accept on a small vocabulary, and CanEnd / MustEnd / MinBytesToEnd agree with each other. A grammar too
+// ambiguous to follow within the matcher's parser-work bounds ends the checks (Exhausted: a refusal).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -67,17 +68,28 @@ const lazyslot::grammar::VocabIndex& Vocab() {
   return *v;
 }
 
-void CheckMask(const Matcher& m) {
+// Whether the checks can go on: a grammar too ambiguous to follow exhausts the matcher's parser-work
+// allowance (grammar.h), after which it refuses everything, so the comparisons below no longer hold.
+bool Usable(const Matcher& m) { return !m.Exhausted(); }
+
+void CheckMask(Matcher& m) {
   const auto& vocab = Vocab();
   std::vector<uint8_t> mask;
+  m.RefillWork();
   m.FillMask(vocab, &mask);
+  if (!Usable(m)) return;
   FUZZ_CHECK(mask.size() == static_cast<size_t>(vocab.size()), "mask size");
   FUZZ_CHECK(!mask[0], "the empty piece allowed");
   for (int32_t t = 1; t < vocab.size(); ++t) {
-    FUZZ_CHECK((mask[t] != 0) == m.Allows(vocab, t), "FillMask and Allows differ on piece " + std::to_string(t));
+    m.RefillWork();
+    const bool allows = m.Allows(vocab, t);
+    if (!Usable(m)) return;
+    FUZZ_CHECK((mask[t] != 0) == allows, "FillMask and Allows differ on piece " + std::to_string(t));
     Matcher copy(m);
-    FUZZ_CHECK((mask[t] != 0) == copy.Accept(vocab.piece(t)), "FillMask and Accept differ on piece " +
-                                                                 lazyslot::fuzz::Escape(vocab.piece(t)));
+    const bool accepts = copy.Accept(vocab.piece(t));
+    if (!Usable(copy)) return;
+    FUZZ_CHECK((mask[t] != 0) == accepts, "FillMask and Accept differ on piece " +
+                                              lazyslot::fuzz::Escape(vocab.piece(t)));
   }
 }
 
@@ -98,11 +110,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Matcher whole(*g), bytewise(*g);
   Snap(whole);
   CheckMask(whole);
-  // Chunks of 1, 2, 3, ... bytes, up to 64 steps (the matcher's cost per step does not grow with the output).
+  // Chunks of 1, 2, 3, ... bytes, up to 64 steps (the matcher's cost per step is bounded, grammar.h).
   size_t pos = 0, len = 1;
   for (int step = 0; step < 64 && pos < input.size(); ++step, len = len % 5 + 1) {
     const std::string_view chunk = input.substr(pos, len);
     const Snapshot before = Snap(whole);
+    whole.RefillWork();
+    bytewise.RefillWork();
     Matcher copy(whole);
     const bool ok = whole.Accept(chunk);
     bool ok_bytes = true;
@@ -113,9 +127,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
     }
+    if (!Usable(whole) || !Usable(probe)) return 0;  // too ambiguous to follow: a refusal, not a finding
     FUZZ_CHECK(ok == ok_bytes, "chunk " + lazyslot::fuzz::Escape(std::string(chunk)) + " accepted " +
                                    std::to_string(ok) + " whole but " + std::to_string(ok_bytes) + " byte by byte");
-    FUZZ_CHECK(copy.Accept(chunk) == ok, "a copy disagrees");
+    whole.RefillWork();
+    const bool copy_ok = copy.Accept(chunk);
+    if (!Usable(copy)) return 0;
+    FUZZ_CHECK(copy_ok == ok, "a copy disagrees");
     if (!ok) {
       FUZZ_CHECK(Snap(whole) == before, "a refused chunk changed the state");
       // Skip the refused byte, as a sampler would never pick it; try the rest from the same state.

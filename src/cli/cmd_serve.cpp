@@ -172,8 +172,9 @@ void AddServeCommand(CLI::App& root, int* exit_code) {
                   "sets the templates' enable_thinking, which a request's chat_template_kwargs overrides")
       ->envname("LLAMA_ARG_REASONING");
   sub->add_option("--drain-timeout", o.drain_timeout_s,
-                  "Seconds SIGTERM/SIGINT lets requests in flight finish (the port stops accepting at once; "
-                  "requests on open connections get 503) before they are cancelled; a second signal stops at once")
+                  "Seconds SIGTERM/SIGINT lets requests in flight finish (the port stops accepting at once; a "
+                  "request on a connection already open is served with Connection: close) before they are "
+                  "cancelled; a second signal stops at once")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
   sub->add_option("--health-port", o.health_port,

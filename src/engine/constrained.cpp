@@ -83,6 +83,17 @@ Result<TokenId> ConstrainedOutput::Pick(Sampler& sampler, const float* logits, i
                                         std::vector<float>* scratch, std::vector<uint8_t>* mask) {
   if (!matcher_) return sampler.Sample(logits, n_vocab);
   ++n_checked_;
+  matcher_->RefillWork();
+  // A grammar too ambiguous to follow within the matcher's allowance (grammar.h) ends the output here, with
+  // an error, rather than stall every slot of the batch for seconds a token.
+  auto checked = [&](TokenId t) -> Result<TokenId> {
+    if (!matcher_->Exhausted()) return t;
+    return InvalidArgument(
+        "grammar: too ambiguous to follow: the output so far needs more parser work than allowed (a recursive "
+        "rule with several ways to match the same text, such as root ::= \"a\" root \"b\" | \"a\" root \"c\", "
+        "keeps more and deeper parser stacks with each character); write the grammar so that one reading of the "
+        "output is possible at each point");
+  };
   const grammar::VocabIndex& vocab = cv.index;
   const bool can_end = matcher_->CanEnd();
   // The budget: after this token, the shortest completion plus an end-of-generation token must still fit
@@ -103,14 +114,14 @@ Result<TokenId> ConstrainedOutput::Pick(Sampler& sampler, const float* logits, i
   };
   if (need != SIZE_MAX && left <= need + 1) {
     const TokenId t = close();
-    if (t >= 0) return t;
+    if (t >= 0) return checked(t);
   }
   auto allowed = [&](TokenId t) {
     if (tok.IsEog(t)) return can_end;
     return t < vocab.size() && matcher_->Allows(vocab, t);
   };
   const TokenId pick = sampler.Sample(logits, n_vocab);
-  if (allowed(pick) && fits(pick)) return pick;
+  if (allowed(pick) && fits(pick)) return checked(pick);
 
   ++n_masked_;
   matcher_->FillMask(vocab, mask);
@@ -126,12 +137,13 @@ Result<TokenId> ConstrainedOutput::Pick(Sampler& sampler, const float* logits, i
     }
   }
   if (!any) {
+    if (matcher_->Exhausted()) return checked(-1);
     return InvalidArgument("grammar: no token of the vocabulary can continue the output here");
   }
   const TokenId second = sampler.Sample(scratch->data(), n_vocab);
-  if (fits(second)) return second;
+  if (fits(second)) return checked(second);
   const TokenId t = close();
-  return t >= 0 ? t : second;
+  return checked(t >= 0 ? t : second);
 }
 
 void ConstrainedOutput::Advance(const std::string& piece) {

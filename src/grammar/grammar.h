@@ -82,10 +82,21 @@ class VocabIndex {
   std::unique_ptr<Impl> impl_;
 };
 
-// Where one output stands in a grammar. Cheap to copy (shared pointers); the cost of Accept and FillMask
-// does not grow with the length of the output. A matcher and its copies share a cache of parser states
-// (bounded: it is dropped past a few thousand states), guarded by a mutex, so copies may be used from
-// different threads. End of generation (EOS) is the caller's: sample it only when CanEnd().
+// Where one output stands in a grammar. Cheap to copy (shared pointers). A matcher and its copies share a
+// cache of parser states (bounded: it is dropped past a few thousand states), guarded by a mutex, so copies
+// may be used from different threads. End of generation (EOS) is the caller's: sample it only when CanEnd().
+//
+// The cost of Accept and FillMask does not grow with the length of the output for the grammars the JSON
+// schema compiler writes, nor for most hand-written ones. A recursive rule with several ways to match the same
+// text (`root ::= "a" root "b" | "a" root "c" | ...`) is different: each byte read can add parser stacks, each
+// deeper than the last, so one step may come to cost seconds. The parser work is therefore bounded twice:
+//  - one parser state holds at most 2^18 stack elements in all (JSON nested a thousand deep needs a few
+//    tens of thousands), which bounds each step;
+//  - a matcher and its copies share an allowance of 2^23 units (a stack element expanded or copied, a new
+//    state ~256), which RefillWork() renews (a sampler calls it once per token): this bounds a whole mask
+//    (an enum of 3,000 words costs ~0.85 M on its first mask over a 152k vocabulary).
+// Past either, the lineage is Exhausted() for good: every later Accept and Allows is false and FillMask
+// allows nothing, so the caller ends the output with an error instead of stalling everyone else's tokens.
 class Matcher {
  public:
   explicit Matcher(GrammarPtr grammar);
@@ -109,6 +120,10 @@ class Matcher {
   // The fewest bytes that complete the grammar from here (0 when CanEnd; SIZE_MAX when nothing can).
   // A lower bound on the tokens a complete answer still needs, when the vocabulary has one token per byte.
   size_t MinBytesToEnd() const;
+  // Renews the parser-work allowance this matcher shares with its copies (see above).
+  void RefillWork();
+  // The allowance ran out: this matcher and its copies refuse every byte from now on.
+  bool Exhausted() const;
 
  private:
   struct State;

@@ -1,6 +1,7 @@
 // The incremental matcher: stack-set expansion and advance over one code point (a pushdown automaton in
 // the style of llama.cpp's grammar stacks), the interning Engine, and Matcher's Accept / Allows / CanEnd.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "grammar/matcher_impl.h"
@@ -13,6 +14,21 @@ namespace {
 constexpr size_t kMaxStacks = 4096;
 constexpr size_t kMaxExpansionSteps = size_t{1} << 18;
 
+// Stack elements one set may hold in all. JSON nested a thousand deep holds a few tens of thousands; an
+// ambiguous recursive grammar reaches it within a hundred bytes (4,096 stacks, each as deep as the output),
+// and the lineage is exhausted there: each later step would cost more than the last.
+constexpr uint64_t kMaxSetElements = uint64_t{1} << 18;
+
+// What one expansion may still do: the steps (capped per set, past which stacks are dropped), the work in
+// stack elements (capped by the engine's allowance) and the elements kept (capped by kMaxSetElements); past
+// either of the last two the lineage is exhausted.
+struct ExpandBudget {
+  size_t steps = 0;
+  uint64_t work = 0, kept = 0;
+  uint64_t work_limit = UINT64_MAX, kept_limit = UINT64_MAX;
+  bool over() const { return work > work_limit || kept > kept_limit; }
+};
+
 std::string Key(const std::vector<Stack>& stacks) {
   std::string key;
   for (const Stack& s : stacks) {
@@ -24,14 +40,15 @@ std::string Key(const std::vector<Stack>& stacks) {
 }
 
 // Expands `seed` until each resulting stack has a kChars top (or is empty: complete); appends to `out`.
-void Expand(const CompiledGrammar& g, Stack seed, std::vector<Stack>* out, size_t* steps) {
+void Expand(const CompiledGrammar& g, Stack seed, std::vector<Stack>* out, ExpandBudget* b) {
   std::vector<Stack> work;
   work.push_back(std::move(seed));
   while (!work.empty()) {
     Stack s = std::move(work.back());
     work.pop_back();
     while (true) {
-      if (++*steps > kMaxExpansionSteps || out->size() >= kMaxStacks) return;
+      if (++b->steps > kMaxExpansionSteps || out->size() >= kMaxStacks || b->over()) return;
+      b->work += 1 + s.size();  // this step, and the stack kept or copied below
       if (s.empty()) {
         out->push_back(std::move(s));
         break;
@@ -43,6 +60,7 @@ void Expand(const CompiledGrammar& g, Stack seed, std::vector<Stack>* out, size_
         continue;
       }
       if (e.kind == Element::kChars) {
+        b->kept += s.size();
         out->push_back(std::move(s));
         break;
       }
@@ -83,8 +101,8 @@ StackSetPtr Finish(const CompiledGrammar& g, std::vector<Stack> stacks) {
 
 StackSetPtr MakeStackSet(const CompiledGrammar& g, std::vector<Stack> seeds) {
   std::vector<Stack> out;
-  size_t steps = 0;
-  for (Stack& s : seeds) Expand(g, std::move(s), &out, &steps);
+  ExpandBudget b;
+  for (Stack& s : seeds) Expand(g, std::move(s), &out, &b);
   return Finish(g, std::move(out));
 }
 
@@ -94,22 +112,36 @@ StackSetPtr Engine::Initial() const {
   return MakeStackSet(*g_, std::move(seeds));
 }
 
-StackSetPtr Engine::Advance(const StackSet& set, uint32_t cp) const {
+StackSetPtr Engine::Advance(const StackSet& set, uint32_t cp) {
+  ExpandBudget b;
+  b.work_limit = work_left_;
+  b.kept_limit = kMaxSetElements;
   std::vector<Stack> out;
-  size_t steps = 0;
   for (const Stack& s : set.stacks) {
+    if (exhausted_ || b.over()) break;
     if (s.empty() || !SetContains(g_->sets[g_->code[s.back()].value], cp)) continue;
     Stack next = s;
     next.back() += 1;
-    Expand(*g_, std::move(next), &out, &steps);
+    Expand(*g_, std::move(next), &out, &b);
   }
+  if (exhausted_ || b.over()) {
+    exhausted_ = true;
+    work_left_ = 0;
+    return Finish(*g_, {});
+  }
+  work_left_ -= b.work;
   return Finish(*g_, std::move(out));
 }
 
 int32_t Engine::Intern(const StackSetPtr& set) {
   std::string key = Key(set->stacks);
+  // Keying the set, and a new node's tables (~1 KiB filled), count against the allowance too (never refused
+  // here: the next Advance is).
+  const uint64_t work = key.size() / sizeof(uint32_t);
+  work_left_ -= std::min(work_left_, work);
   auto it = ids_.find(key);
   if (it != ids_.end()) return it->second;
+  work_left_ -= std::min<uint64_t>(work_left_, kNodeWork);
   int32_t id = static_cast<int32_t>(nodes_.size());
   nodes_.emplace_back();
   Node& n = nodes_.back();
@@ -266,9 +298,13 @@ bool Matcher::Accept(std::string_view bytes) {
   if (bytes.empty()) return true;
   std::lock_guard<std::mutex> lock(state_->engine->mu);
   Engine& eng = *state_->engine;
+  if (eng.exhausted()) return false;
   WalkPos pos = state_->Pos();
   for (char c : bytes) {
-    if (!eng.Step(pos, static_cast<uint8_t>(c))) return false;
+    if (!eng.Step(pos, static_cast<uint8_t>(c))) {
+      if (eng.exhausted()) eng.Reset();
+      return false;
+    }
   }
   state_->set = eng.set(pos.node);
   state_->node = pos.node;
@@ -284,11 +320,25 @@ bool Matcher::Allows(const VocabIndex& vocab, int32_t token) const {
   if (piece.empty()) return false;
   std::lock_guard<std::mutex> lock(state_->engine->mu);
   Engine& eng = *state_->engine;
+  if (eng.exhausted()) return false;
   WalkPos pos = state_->Pos();
   for (char c : piece) {
-    if (!eng.Step(pos, static_cast<uint8_t>(c))) return false;
+    if (!eng.Step(pos, static_cast<uint8_t>(c))) {
+      if (eng.exhausted()) eng.Reset();
+      return false;
+    }
   }
   return true;
+}
+
+void Matcher::RefillWork() {
+  std::lock_guard<std::mutex> lock(state_->engine->mu);
+  state_->engine->RefillWork();
+}
+
+bool Matcher::Exhausted() const {
+  std::lock_guard<std::mutex> lock(state_->engine->mu);
+  return state_->engine->exhausted();
 }
 
 bool Matcher::CanEnd() const { return state_->need == 0 && state_->set->can_end; }

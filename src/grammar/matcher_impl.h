@@ -41,6 +41,10 @@ class Engine {
   static constexpr int32_t kUnknown = -2, kDead = -1, kLeadOk = -3;
   static constexpr size_t kSoftNodes = 4096;   // reset between calls above this (~1 KiB table per node)
   static constexpr size_t kHardNodes = 16384;  // reset inside a FillMask walk above this
+  // Parser work a lineage may spend between two RefillWork() calls, in units of one stack element expanded,
+  // copied or kept (grammar.h, Matcher::RefillWork).
+  static constexpr uint64_t kWorkAllowance = uint64_t{1} << 23;
+  static constexpr uint64_t kNodeWork = 256;  // a new node's tables, in the same units
 
   explicit Engine(GrammarPtr g) : g_(std::move(g)) {}
 
@@ -57,6 +61,12 @@ class Engine {
   int32_t Intern(const StackSetPtr& set);
   // Drops every node (ids become invalid; generation() changes).
   void Reset();
+
+  // The allowance (Matcher::RefillWork). Once spent, the lineage is exhausted for good: every Advance from
+  // then on yields the empty set (so walks end at once) and the public calls refuse everything. A node made
+  // while the allowance ran out may hold a cut-short set, so the caller Reset()s the engine after such a call.
+  void RefillWork() { work_left_ = kWorkAllowance; }
+  bool exhausted() const { return exhausted_; }
 
   // A trie subtree in brief: its ASCII bytes (a 128-bit set), whether it has other bytes, whether all its
   // tokens are well-formed UTF-8 (complete or cut short) from its first byte, and its longest token in
@@ -127,12 +137,14 @@ class Engine {
   int32_t ComputeByte(int32_t node, uint8_t b);
   bool StepContinuation(WalkPos& pos, uint8_t b);
   int32_t CodePointNext(int32_t node, uint32_t cp);
-  StackSetPtr Advance(const StackSet& set, uint32_t cp) const;
+  StackSetPtr Advance(const StackSet& set, uint32_t cp);
 
   GrammarPtr g_;
   std::vector<Node> nodes_;
   std::unordered_map<std::string, int32_t> ids_;  // serialized stacks -> node
   uint64_t generation_ = 0;
+  uint64_t work_left_ = kWorkAllowance;
+  bool exhausted_ = false;
 };
 
 // Builds a StackSet from raw stacks: expands rule references until every top is a kChars element.

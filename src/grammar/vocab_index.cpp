@@ -144,6 +144,7 @@ void Matcher::FillMask(const VocabIndex& vocab, std::vector<uint8_t>* allowed) c
   uint8_t* out = allowed->data();
   std::lock_guard<std::mutex> lock(state_->engine->mu);
   Engine& eng = *state_->engine;
+  if (eng.exhausted()) return;
   std::vector<WalkPos> at(static_cast<size_t>(im.max_depth) + 1);  // at[d]: position after d bytes
   at[0] = state_->Pos();
   const VocabIndex::Impl::Node* nodes = im.nodes.data();
@@ -175,6 +176,10 @@ void Matcher::FillMask(const VocabIndex& vocab, std::vector<uint8_t>* allowed) c
       eng.Reset();
       for (uint16_t d = 0; d <= nd.depth; ++d) at[d].node = eng.Intern(keep[d]);
     }
+  }
+  if (eng.exhausted()) {  // the allowance ran out in this walk: nothing it found can be trusted
+    eng.Reset();
+    allowed->assign(im.pieces.size(), 0);
   }
 }
 

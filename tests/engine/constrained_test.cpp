@@ -117,6 +117,29 @@ TEST(ConstrainedOutput, GrammarOverridesThePickAndEndsWhereItMust) {
   EXPECT_EQ(c.n_masked(), 2);
 }
 
+// A grammar too ambiguous to follow (grammar.h: the parser-work allowance) ends the output with an error
+// naming the cause, within a bounded number of tokens, instead of making every later token slower.
+TEST(ConstrainedOutput, TooAmbiguousGrammarEndsWithAnError) {
+  Fixture f;
+  ConstrainedOutput c(Gbnf(R"(root ::= "a" root "b" | "a" root "c" | "a" root "d" | "z")"), {});
+  Status error;
+  int tokens = 0;
+  for (; tokens < 2000; ++tokens) {
+    const std::vector<float> logits = f.Logits("a");
+    Result<TokenId> t = c.Pick(f.greedy, logits.data(), f.tok.n_vocab(), f.vocab, f.tok, 100000, &f.scratch, &f.mask);
+    if (!t.ok()) {
+      error = t.status();
+      break;
+    }
+    ASSERT_EQ(*t, Id("a"));
+    c.Advance("a");
+  }
+  ASSERT_FALSE(error.ok()) << tokens << " tokens and no error";
+  EXPECT_EQ(error.code(), Code::kInvalidArgument);
+  EXPECT_NE(error.message().find("grammar: too ambiguous to follow"), std::string::npos) << error.message();
+  EXPECT_GT(tokens, 5);
+}
+
 TEST(ConstrainedOutput, AllowedPickNeedsNoMaskAndEogOnlyWhenComplete) {
   Fixture f;
   ConstrainedOutput c(Gbnf("root ::= [a-z]+"), {});

@@ -1,7 +1,10 @@
 // The matcher: byte-level input with UTF-8 split across tokens, state left unchanged on rejection, copy
-// semantics, and FillMask == Allows on small vocabularies.
+// semantics, FillMask == Allows on small vocabularies, and the parser-work allowance (an ambiguous recursive
+// grammar is exhausted, an unambiguous one never).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <random>
 
 #include "grammar/grammar.h"
@@ -162,6 +165,55 @@ TEST(Matcher, ManyStatesStayBounded) {
     if (i % 500 == 0) ExpectMaskMatchesAllows(m, vocab);
   }
   EXPECT_TRUE(m.CanEnd());
+}
+
+// A recursive rule with three ways to read each "a" keeps 3^n parser stacks (capped), each n deep: unbounded,
+// one step would cost seconds within a few hundred bytes. The allowance ends it instead, for good.
+TEST(Matcher, AmbiguousRecursionExhaustsItsAllowanceInsteadOfStalling) {
+  auto g = Must(R"(root ::= "a" root "b" | "a" root "c" | "a" root "d" | "z")");
+  VocabIndex vocab(SmallVocab());
+  Matcher m(g);
+  std::vector<uint8_t> mask;
+  int steps = 0;
+  for (; steps < 2000 && !m.Exhausted(); ++steps) {
+    m.RefillWork();
+    m.FillMask(vocab, &mask);
+    if (m.Exhausted()) break;
+    ASSERT_TRUE(m.Accept("a")) << "step " << steps;
+  }
+  ASSERT_TRUE(m.Exhausted()) << "2000 bytes of an exponentially ambiguous grammar within the allowance";
+  std::printf("exhausted after %d bytes\n", steps);
+  EXPECT_GT(steps, 5);  // not at once: the first steps are cheap
+  // Exhausted for good, copies included, whatever is refilled: the caller ends the output with an error.
+  m.RefillWork();
+  Matcher copy(m);
+  EXPECT_TRUE(copy.Exhausted());
+  EXPECT_FALSE(m.Accept("a"));
+  EXPECT_FALSE(copy.Accept("z"));
+  for (int32_t t = 0; t < vocab.size(); ++t) EXPECT_FALSE(m.Allows(vocab, t)) << t;
+  m.FillMask(vocab, &mask);
+  EXPECT_EQ(std::count(mask.begin(), mask.end(), 1), 0);
+}
+
+// The same depth of recursion read one way only stays far inside the allowance, however long the output:
+// each step costs the depth of the one stack, not a multiple of it.
+TEST(Matcher, UnambiguousRecursionNeverExhausts) {
+  auto g = Must(R"(root ::= "a" root "b" | "z")");
+  VocabIndex vocab(SmallVocab());
+  Matcher m(g);
+  std::vector<uint8_t> mask;
+  for (int i = 0; i < 2000; ++i) {
+    m.RefillWork();
+    if (i % 50 == 0) m.FillMask(vocab, &mask);
+    ASSERT_TRUE(m.Accept("a")) << i;
+  }
+  ASSERT_TRUE(m.Accept("z"));
+  for (int i = 0; i < 2000; ++i) {
+    m.RefillWork();
+    ASSERT_TRUE(m.Accept("b")) << i;
+  }
+  EXPECT_TRUE(m.MustEnd());
+  EXPECT_FALSE(m.Exhausted());
 }
 
 }  // namespace

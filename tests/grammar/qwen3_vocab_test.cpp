@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <random>
+#include <set>
 
 #include "grammar/grammar.h"
 #include "tokenizer/tokenizer_test_util.h"
@@ -92,6 +94,40 @@ TEST(Qwen3Vocab, ControlTokensNeverAllowed) {
   }
   EXPECT_FALSE(mask[151645]);  // <|im_end|>
   EXPECT_TRUE(mask[tok->Tokenize("hello", false, false)->at(0)]);
+}
+
+// The parser-work allowance must leave room for large real grammars: an enum of 3,000 distinct words (a
+// JSON schema's) makes the costliest first mask over the real vocabulary, one new state per prefix the trie
+// shares with some word. It used ~0.85 M of the 8.4 M units when measured (session 30).
+TEST(Qwen3Vocab, LargeEnumFitsTheParserWorkAllowance) {
+  REQUIRE_SHARED_FILE(kVocabFile);
+  const Tokenizer* tok = nullptr;
+  const VocabIndex* vocab = QwenVocab(&tok);
+  ASSERT_NE(vocab, nullptr);
+  std::mt19937 rng(1);
+  std::set<std::string> words;
+  while (words.size() < 3000) {
+    std::string w(3 + rng() % 10, 'a');
+    for (char& c : w) c = static_cast<char>('a' + rng() % 26);
+    words.insert(w);
+  }
+  nlohmann::ordered_json schema = {{"type", "array"}, {"items", {{"enum", words}}}};
+  auto text = JsonSchemaToGbnf(schema);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  auto g = ParseGbnf(*text);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  Matcher m(*g);
+  std::vector<uint8_t> mask;
+  const std::string doc = "[\"" + *words.begin() + "\", \"" + *words.rbegin() + "\"]";
+  std::vector<TokenId> ids = lazyslot::testing::MustTokenize(*tok, doc, false, false);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    m.RefillWork();
+    m.FillMask(*vocab, &mask);
+    ASSERT_FALSE(m.Exhausted()) << "at token " << i;
+    ASSERT_TRUE(mask[ids[i]]) << "token " << i << " '" << vocab->piece(ids[i]) << "'";
+    ASSERT_TRUE(m.Accept(vocab->piece(ids[i])));
+  }
+  EXPECT_TRUE(m.CanEnd());
 }
 
 }  // namespace

@@ -204,6 +204,12 @@ std::vector<Case> HostileCases(const std::string& slot_dir) {
               {"json_schema",
                {{"name", "x"}, {"schema", {{"type", "object"}, {"patternProperties", json::object()}}}}}}}})),
        400, "patternProperties"},
+      // Three readings of each "a" (session 30): before the matcher's work bound, one step of this grammar
+      // took seconds within 300 tokens and stalled every other slot's tokens with it.
+      {"grammar", "ambiguous recursive grammar", "POST", comp, kJson,
+       Body(Completion({{"max_tokens", 100},
+                        {"grammar", R"(root ::= "a" root "b" | "a" root "c" | "a" root "d" | [a]{70} "z")"}})),
+       400, "grammar: too ambiguous to follow"},
       {"grammar", "schema and grammar together", "POST", comp, kJson,
        Body(Completion({{"grammar", "root ::= \"a\""}, {"json_schema", {{"type", "string"}}}})), 400,
        "cannot be combined"},
