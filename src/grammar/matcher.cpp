@@ -300,12 +300,15 @@ bool Matcher::Accept(std::string_view bytes) {
   Engine& eng = *state_->engine;
   if (eng.exhausted()) return false;
   WalkPos pos = state_->Pos();
+  bool ok = true;
   for (char c : bytes) {
-    if (!eng.Step(pos, static_cast<uint8_t>(c))) {
-      if (eng.exhausted()) eng.Reset();
-      return false;
-    }
+    if (!(ok = eng.Step(pos, static_cast<uint8_t>(c)))) break;
   }
+  if (eng.exhausted()) {  // a step ran out of work: its node may hold a cut-short set
+    eng.Reset();
+    return false;
+  }
+  if (!ok) return false;
   state_->set = eng.set(pos.node);
   state_->node = pos.node;
   state_->cp = pos.cp;
@@ -322,13 +325,15 @@ bool Matcher::Allows(const VocabIndex& vocab, int32_t token) const {
   Engine& eng = *state_->engine;
   if (eng.exhausted()) return false;
   WalkPos pos = state_->Pos();
+  bool ok = true;
   for (char c : piece) {
-    if (!eng.Step(pos, static_cast<uint8_t>(c))) {
-      if (eng.exhausted()) eng.Reset();
-      return false;
-    }
+    if (!(ok = eng.Step(pos, static_cast<uint8_t>(c)))) break;
   }
-  return true;
+  if (eng.exhausted()) {
+    eng.Reset();
+    return false;
+  }
+  return ok;
 }
 
 void Matcher::RefillWork() {
