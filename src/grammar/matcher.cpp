@@ -113,20 +113,20 @@ StackSetPtr Engine::Initial() const {
 }
 
 StackSetPtr Engine::Advance(const StackSet& set, uint32_t cp) {
+  if (exhausted_) return Finish(*g_, {});  // a walk that goes on after running out ends at once
   ExpandBudget b;
   b.work_limit = work_left_;
   b.kept_limit = kMaxSetElements;
   std::vector<Stack> out;
   for (const Stack& s : set.stacks) {
-    if (exhausted_ || b.over()) break;
+    if (b.over()) break;
     if (s.empty() || !SetContains(g_->sets[g_->code[s.back()].value], cp)) continue;
     Stack next = s;
     next.back() += 1;
     Expand(*g_, std::move(next), &out, &b);
   }
-  if (exhausted_ || b.over()) {
+  if (b.over()) {
     exhausted_ = true;
-    work_left_ = 0;
     return Finish(*g_, {});
   }
   work_left_ -= b.work;
